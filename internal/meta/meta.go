@@ -1,0 +1,172 @@
+// Package meta defines dfs's metadata model (storage nodes, files and the copies
+// of each file) and the Store interface that the PostgreSQL and the embedded
+// SQLite implementations both satisfy.
+//
+// The store is authoritative. Every method runs in its own short transaction;
+// callers never hold one across network I/O. Rows carry a version used for
+// optimistic locking: an update names the version it read, and a stale update
+// fails with an errs.Conflict error so the caller re-reads and re-applies.
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// NodeStatus is the lifecycle state of a storage node.
+type NodeStatus string
+
+// Node statuses.
+const (
+	NodeHealthy      NodeStatus = "HEALTHY"
+	NodeUnhealthy    NodeStatus = "UNHEALTHY"
+	NodeDeregistered NodeStatus = "DEREGISTERED"
+)
+
+// FileStatus is the lifecycle state of a file.
+type FileStatus string
+
+// File statuses.
+const (
+	FilePending     FileStatus = "PENDING"     // upload in flight
+	FileActive      FileStatus = "ACTIVE"      // replication-factor copies exist
+	FileDegraded    FileStatus = "DEGRADED"    // fewer copies than the replication factor
+	FileRebalancing FileStatus = "REBALANCING" // copies are moving now
+	FileFailed      FileStatus = "FAILED"      // no reachable copy
+	FileDeleted     FileStatus = "DELETED"     // removal pending on a node that was down
+)
+
+// ReplicaStatus is the state of one copy of a file on one node.
+type ReplicaStatus string
+
+// Replica statuses.
+const (
+	ReplicaPending  ReplicaStatus = "PENDING"  // write not yet confirmed
+	ReplicaActive   ReplicaStatus = "ACTIVE"   // confirmed present and verified
+	ReplicaFailed   ReplicaStatus = "FAILED"   // write failed, checksum mismatch or node gone
+	ReplicaDeleting ReplicaStatus = "DELETING" // removal pending on an unreachable node
+)
+
+// Node is a storage node as the coordinator knows it. A node is on the ring
+// exactly when its status is HEALTHY.
+type Node struct {
+	ID                   string
+	Host                 string
+	Port                 int
+	Status               NodeStatus
+	RegisteredAt         time.Time
+	LastCheckAt          *time.Time
+	LastHealthyAt        *time.Time
+	ConsecutiveFailures  int
+	ConsecutiveSuccesses int
+	Version              int64
+}
+
+// OnRing reports whether the node takes part in placement.
+func (n Node) OnRing() bool { return n.Status == NodeHealthy }
+
+// File is one stored file (today exactly one blob keyed by its ID).
+type File struct {
+	ID                string // canonical lower-case UUID
+	Name              string
+	ContentType       string
+	SizeBytes         int64
+	Checksum          string // SHA-256, lower-case hex; empty while PENDING before hashing ends
+	Status            FileStatus
+	StatusReason      string // why a file is DEGRADED or FAILED; empty otherwise
+	PrimaryNodeID     string // empty while no copy is confirmed
+	ReplicationFactor int
+	RingPosition      int64  // ring.Position(ID), stored so joins can query key ranges
+	IdempotencyKey    string // empty when the upload carried none
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	Version           int64
+}
+
+// Replica is one copy of a file on one node.
+type Replica struct {
+	ID        int64
+	FileID    string
+	NodeID    string
+	Status    ReplicaStatus
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Version   int64
+}
+
+// FileRecord is a file together with every copy the store knows of.
+type FileRecord struct {
+	File
+	Replicas []Replica // ordered by node ID
+}
+
+// FileQuery selects a page of files, newest first (created_at DESC, id DESC).
+type FileQuery struct {
+	Statuses []FileStatus // empty means ACTIVE, DEGRADED, REBALANCING and FAILED
+	Offset   int
+	Limit    int
+}
+
+// PositionRange is the half-open ring interval (From, To] of positions. When
+// From >= To the range wraps past the end of the ring: (From, 2^63) ∪ [0, To].
+type PositionRange struct {
+	From, To int64
+}
+
+// Store is the metadata store. Errors carry errs kinds: NotFound for a missing
+// row, Conflict for a stale version or a duplicate key, Unavailable when the
+// database cannot be reached.
+type Store interface {
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	Close() error
+
+	// CreateNode inserts n (Version becomes 1). Conflict if the ID exists.
+	CreateNode(ctx context.Context, n *Node) error
+	GetNode(ctx context.Context, id string) (Node, error)
+	// ListNodes returns every node ordered by ID.
+	ListNodes(ctx context.Context) ([]Node, error)
+	// UpdateNode writes n if its stored version is still n.Version, then
+	// increments n.Version. Conflict when stale, NotFound when absent.
+	UpdateNode(ctx context.Context, n *Node) error
+
+	// CreateFile inserts rec and its replicas in one transaction; the file's
+	// Version becomes 1 and CreatedAt/UpdatedAt are set when zero. Conflict if
+	// the ID or a non-empty IdempotencyKey already exists.
+	CreateFile(ctx context.Context, rec *FileRecord) error
+	GetFile(ctx context.Context, id string) (FileRecord, error)
+	// FileByIdempotencyKey finds the file created with key. NotFound if none.
+	FileByIdempotencyKey(ctx context.Context, key string) (FileRecord, error)
+	// UpdateFile writes rec's file fields and replaces its replica set with
+	// rec.Replicas (matching by node ID: kept rows keep their IDs, missing rows
+	// are deleted) in one transaction, if the stored file version is still
+	// rec.Version; then increments rec.Version and sets UpdatedAt. Conflict
+	// when stale, NotFound when absent.
+	UpdateFile(ctx context.Context, rec *FileRecord) error
+	// TouchFile sets a file's UpdatedAt to now without changing its version, so
+	// a long upload shows it is alive.
+	TouchFile(ctx context.Context, id string) error
+	// DeleteFile removes the file row and, by cascade, its replicas. Deleting
+	// an absent file is not an error.
+	DeleteFile(ctx context.Context, id string) error
+	// ListFiles returns one page of files (without replicas) and the total
+	// number of files matching q.Statuses.
+	ListFiles(ctx context.Context, q FileQuery) ([]File, int, error)
+	// FileIDsOnNode lists the IDs of files with any replica row on nodeID
+	// (an indexed query, never a scan of all files).
+	FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error)
+	// FileIDsByStatus lists up to limit IDs of files in one of statuses whose
+	// UpdatedAt is before updatedBefore, oldest first.
+	FileIDsByStatus(ctx context.Context, statuses []FileStatus, updatedBefore time.Time, limit int) ([]string, error)
+	// FileIDsInRanges lists the IDs of files whose RingPosition lies in any of
+	// the ranges.
+	FileIDsInRanges(ctx context.Context, ranges []PositionRange) ([]string, error)
+	// CountFilesByStatus counts files per status.
+	CountFilesByStatus(ctx context.Context) (map[FileStatus]int, error)
+
+	// AcquireLease takes or renews the named lease for owner until now+ttl. It
+	// reports false, without error, when another owner holds an unexpired lease.
+	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+	// ReleaseLease drops the lease if owner holds it.
+	ReleaseLease(ctx context.Context, name, owner string) error
+}
