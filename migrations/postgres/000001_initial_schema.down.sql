@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS leases;
+DROP TABLE IF EXISTS file_replicas;
+DROP TABLE IF EXISTS files;
+DROP TABLE IF EXISTS storage_nodes;
