@@ -1,0 +1,82 @@
+package ring
+
+// Range is the half-open ring interval (From, To] of key positions. When
+// From >= To it wraps past the end: (From, 2^63) ∪ [0, To]; in particular
+// From == To is the whole ring.
+type Range struct {
+	From, To int64
+}
+
+// Contains reports whether the key position pos lies in the range.
+func (g Range) Contains(pos int64) bool {
+	if g.From < g.To {
+		return pos > g.From && pos <= g.To
+	}
+	return pos > g.From || pos <= g.To
+}
+
+// RangesIncluding returns the key positions whose preference list of length n
+// on r contains node, as the fewest ranges, in ring order. It is nil when
+// node is not on the ring or n <= 0.
+//
+// A coordinator uses it when a node joins: only keys in these ranges gain the
+// newcomer, so only their files need a copy moved. The preference list
+// depends only on the point a key belongs to, so for each of node's points j
+// the keys that reach node at j are those of the points walked back from j
+// until either another point of node is met (keys further back reach node
+// there) or n other distinct nodes have been seen (keys further back fill
+// their list before reaching j).
+func (r *Ring) RangesIncluding(node string, n int) []Range {
+	if n <= 0 || !r.Has(node) {
+		return nil
+	}
+	if n >= len(r.nodes) {
+		// Every list holds every node.
+		return []Range{{From: r.pos[0], To: r.pos[0]}}
+	}
+	var out []Range
+	var seen []string
+	for j, owner := range r.owner {
+		if owner != node {
+			continue
+		}
+		seen = seen[:0]
+		k := j
+		for {
+			if k == 0 {
+				k = len(r.pos)
+			}
+			k--
+			if k == j || r.owner[k] == node {
+				break
+			}
+			if !contains(seen, r.owner[k]) {
+				seen = append(seen, r.owner[k])
+				if len(seen) == n {
+					break
+				}
+			}
+		}
+		// Points k+1 … j (cyclically) reach node at j: their keys are
+		// (pos[k], pos[j]]. Equal ends mean nothing when the points do not
+		// wrap (they all share one position) and the whole ring when they do.
+		g := Range{From: r.pos[k], To: r.pos[j]}
+		if g.From == g.To {
+			if k < j {
+				continue
+			}
+			return []Range{g}
+		}
+		if last := len(out) - 1; last >= 0 && out[last].To == g.From {
+			out[last].To = g.To
+			continue
+		}
+		out = append(out, g)
+	}
+	// The first and last ranges meet when the last wraps onto the first.
+	if len(out) > 1 && out[len(out)-1].To == out[0].From {
+		out[0].From = out[len(out)-1].From
+		out = out[:len(out)-1]
+	}
+	return out
+}

@@ -1,0 +1,312 @@
+// Package ring places keys on nodes with consistent hashing.
+//
+// The placement rules are part of dfs's external contract and must never
+// change: a string's position is the first 8 bytes of its MD5 digest read
+// big-endian with the sign bit cleared; virtual node i of node N sits at the
+// position of "N#i"; points are ordered by (position, node); a key belongs to
+// the first point at or after its position, wrapping past the end; and its
+// preference list is the distinct nodes met walking clockwise from there, at
+// most once around.
+//
+// A *Ring is an immutable snapshot. Every change (With, Without, WithVNodes)
+// builds a new one and leaves the old untouched, so readers holding a snapshot
+// never wait on, or see half of, a writer's change. Atomic publishes the
+// current snapshot to concurrent readers.
+//
+// The package knows nothing but strings and hashes and uses only the standard
+// library.
+package ring
+
+import (
+	"cmp"
+	"crypto/md5"
+	"encoding/binary"
+	"slices"
+	"strconv"
+)
+
+// DefaultVNodes is the number of points per node when none is given.
+const DefaultVNodes = 100
+
+// keyspace is the size of the ring, 2^63, as an unsigned number so that arcs
+// up to and including the whole ring can be represented.
+const keyspace = uint64(1) << 63
+
+// Position is the ring position of s: the first 8 bytes of MD5(s) big-endian,
+// sign bit cleared, so the result lies in [0, 2^63).
+func Position(s string) int64 {
+	// Hashing from a stack buffer avoids the heap allocation of []byte(s) for
+	// the short strings (UUIDs, "node#i") the ring hashes on every lookup.
+	var buf [64]byte
+	sum := md5.Sum(append(buf[:0], s...))
+	return int64(binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63))
+}
+
+// Point is one virtual node: its position and the physical node it stands for.
+type Point struct {
+	Pos  int64
+	Node string
+}
+
+// Ring is an immutable snapshot of a consistent-hash ring. The zero value is
+// not usable; build one with New or NewWithHash.
+type Ring struct {
+	hash   func(string) int64
+	vnodes int
+	nodes  []string // distinct physical nodes, sorted
+	// pos and owner are the points in ring order, kept as parallel slices so
+	// the binary search of a lookup runs over a dense []int64.
+	pos   []int64
+	owner []string
+}
+
+// New returns a ring with vnodes points per node (vnodes <= 0 means
+// DefaultVNodes) holding the given nodes. Duplicate names count once.
+func New(vnodes int, nodes ...string) *Ring {
+	return NewWithHash(vnodes, nil, nodes...)
+}
+
+// NewWithHash is New with a custom position function, for tests that need
+// positions they can work out by hand. A nil hash means Position.
+func NewWithHash(vnodes int, hash func(string) int64, nodes ...string) *Ring {
+	if vnodes <= 0 {
+		vnodes = DefaultVNodes
+	}
+	if hash == nil {
+		hash = Position
+	}
+	empty := &Ring{hash: hash, vnodes: vnodes}
+	return empty.With(nodes...)
+}
+
+// VNodes reports the number of points per node.
+func (r *Ring) VNodes() int { return r.vnodes }
+
+// Len reports the total number of points on the ring.
+func (r *Ring) Len() int { return len(r.pos) }
+
+// Nodes returns the physical nodes, sorted by name. The slice is a copy.
+func (r *Ring) Nodes() []string { return slices.Clone(r.nodes) }
+
+// Has reports whether node is on the ring.
+func (r *Ring) Has(node string) bool {
+	_, ok := slices.BinarySearch(r.nodes, node)
+	return ok
+}
+
+// Points returns every point in ring order. The slice is a copy.
+func (r *Ring) Points() []Point {
+	pts := make([]Point, len(r.pos))
+	for i := range r.pos {
+		pts[i] = Point{Pos: r.pos[i], Node: r.owner[i]}
+	}
+	return pts
+}
+
+// With returns a ring that also holds nodes. Nodes already present are
+// ignored; if nothing is new, r itself is returned.
+func (r *Ring) With(nodes ...string) *Ring {
+	var added []string
+	for _, n := range nodes {
+		if !r.Has(n) && !contains(added, n) {
+			added = append(added, n)
+		}
+	}
+	if len(added) == 0 {
+		return r
+	}
+	fresh := make([]Point, 0, len(added)*r.vnodes)
+	for _, n := range added {
+		for i := 0; i < r.vnodes; i++ {
+			fresh = append(fresh, Point{Pos: r.hash(n + "#" + strconv.Itoa(i)), Node: n})
+		}
+	}
+	slices.SortFunc(fresh, comparePoints)
+
+	// Merging the sorted new points into the old ones costs O(points) and
+	// hashes only the newcomers' virtual nodes.
+	total := len(r.pos) + len(fresh)
+	next := &Ring{
+		hash:   r.hash,
+		vnodes: r.vnodes,
+		nodes:  append(slices.Clone(r.nodes), added...),
+		pos:    make([]int64, 0, total),
+		owner:  make([]string, 0, total),
+	}
+	slices.Sort(next.nodes)
+	i, j := 0, 0
+	for i < len(r.pos) || j < len(fresh) {
+		if j == len(fresh) || (i < len(r.pos) && comparePoints(Point{r.pos[i], r.owner[i]}, fresh[j]) <= 0) {
+			next.pos = append(next.pos, r.pos[i])
+			next.owner = append(next.owner, r.owner[i])
+			i++
+			continue
+		}
+		next.pos = append(next.pos, fresh[j].Pos)
+		next.owner = append(next.owner, fresh[j].Node)
+		j++
+	}
+	return next
+}
+
+// Without returns a ring that no longer holds nodes. Absent nodes are
+// ignored; if none is present, r itself is returned.
+func (r *Ring) Without(nodes ...string) *Ring {
+	// Removals come a few at a time, so a slice scan beats a map here.
+	var gone []string
+	for _, n := range nodes {
+		if r.Has(n) && !contains(gone, n) {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) == 0 {
+		return r
+	}
+	keep := len(r.pos) - len(gone)*r.vnodes
+	next := &Ring{
+		hash:   r.hash,
+		vnodes: r.vnodes,
+		nodes:  make([]string, 0, len(r.nodes)-len(gone)),
+		pos:    make([]int64, 0, keep),
+		owner:  make([]string, 0, keep),
+	}
+	for _, n := range r.nodes {
+		if !contains(gone, n) {
+			next.nodes = append(next.nodes, n)
+		}
+	}
+	for i, n := range r.owner {
+		if !contains(gone, n) {
+			next.pos = append(next.pos, r.pos[i])
+			next.owner = append(next.owner, n)
+		}
+	}
+	return next
+}
+
+// WithVNodes returns a ring with v points per node (v <= 0 means
+// DefaultVNodes), every node re-placed. If v is unchanged, r is returned.
+func (r *Ring) WithVNodes(v int) *Ring {
+	if v <= 0 {
+		v = DefaultVNodes
+	}
+	if v == r.vnodes {
+		return r
+	}
+	return NewWithHash(v, r.hash, r.nodes...)
+}
+
+// Lookup returns the primary of key: the node of the first point at or after
+// the key's position, wrapping. ok is false on an empty ring.
+func (r *Ring) Lookup(key string) (node string, ok bool) {
+	if len(r.pos) == 0 {
+		return "", false
+	}
+	return r.owner[r.search(r.hash(key))], true
+}
+
+// Preference returns the preference list of key: walking clockwise from the
+// key's point, at most once around, the first n distinct nodes in the order
+// met. With fewer than n nodes it returns all of them; on an empty ring or for
+// n <= 0 it returns nil. The order is the walk order and must not be sorted:
+// it is what keeps lists stable when membership changes.
+func (r *Ring) Preference(key string, n int) []string {
+	return r.PreferenceAt(r.hash(key), n)
+}
+
+// PreferenceAt is Preference for a key already hashed to pos.
+func (r *Ring) PreferenceAt(pos int64, n int) []string {
+	if len(r.pos) == 0 || n <= 0 {
+		return nil
+	}
+	return r.appendAt(make([]string, 0, min(n, len(r.nodes))), pos, n)
+}
+
+// AppendPreference appends key's preference list of length n to dst and
+// returns the extended slice. Callers that reuse dst look up without
+// allocating.
+func (r *Ring) AppendPreference(dst []string, key string, n int) []string {
+	if len(r.pos) == 0 || n <= 0 {
+		return dst
+	}
+	return r.appendAt(dst, r.hash(key), n)
+}
+
+func (r *Ring) appendAt(dst []string, pos int64, n int) []string {
+	n = min(n, len(r.nodes))
+	start := len(dst)
+	i := r.search(pos)
+	// The walk is bounded by one lap: with fewer than n distinct nodes an
+	// unbounded walk would never end.
+	for steps := 0; steps < len(r.pos) && len(dst)-start < n; steps++ {
+		if node := r.owner[i]; !contains(dst[start:], node) {
+			dst = append(dst, node)
+		}
+		if i++; i == len(r.pos) {
+			i = 0
+		}
+	}
+	return dst
+}
+
+// search returns the index of the first point at or after pos, wrapping to 0
+// past the last point. The ring must not be empty.
+func (r *Ring) search(pos int64) int {
+	lo, hi := 0, len(r.pos)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if r.pos[mid] < pos {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(r.pos) {
+		return 0
+	}
+	return lo
+}
+
+// Shares returns each node's share of the keyspace in percent: the sum, over
+// its points, of the arc from the previous point (exclusive) to the point
+// itself (inclusive), wrapping, relative to 2^63. Empty ring: an empty map.
+func (r *Ring) Shares() map[string]float64 {
+	arcs := make(map[string]uint64, len(r.nodes))
+	for i := range r.pos {
+		arcs[r.owner[i]] += r.arc(i)
+	}
+	shares := make(map[string]float64, len(arcs))
+	for n, a := range arcs {
+		shares[n] = float64(a) / float64(keyspace) * 100
+	}
+	return shares
+}
+
+// arc returns the number of positions whose key belongs to point i. Unsigned
+// arithmetic modulo 2^64 makes the wrapping arc of point 0 come out right,
+// including a lone point owning all 2^63 positions.
+func (r *Ring) arc(i int) uint64 {
+	if i > 0 {
+		return uint64(r.pos[i]) - uint64(r.pos[i-1])
+	}
+	return uint64(r.pos[0]) - uint64(r.pos[len(r.pos)-1]) + keyspace
+}
+
+func comparePoints(a, b Point) int {
+	if c := cmp.Compare(a.Pos, b.Pos); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Node, b.Node)
+}
+
+// contains is slices.Contains for the short lists the ring scans (a
+// preference list, the nodes of one change); a linear scan of a few strings
+// beats hashing them.
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
