@@ -106,12 +106,8 @@ func (r *Ring) Points() []Point {
 // With returns a ring that also holds nodes. Nodes already present are
 // ignored; if nothing is new, r itself is returned.
 func (r *Ring) With(nodes ...string) *Ring {
-	var added []string
-	for _, n := range nodes {
-		if !r.Has(n) && !contains(added, n) {
-			added = append(added, n)
-		}
-	}
+	added := distinctSorted(nodes)
+	added = slices.DeleteFunc(added, r.Has)
 	if len(added) == 0 {
 		return r
 	}
@@ -152,13 +148,8 @@ func (r *Ring) With(nodes ...string) *Ring {
 // Without returns a ring that no longer holds nodes. Absent nodes are
 // ignored; if none is present, r itself is returned.
 func (r *Ring) Without(nodes ...string) *Ring {
-	// Removals come a few at a time, so a slice scan beats a map here.
-	var gone []string
-	for _, n := range nodes {
-		if r.Has(n) && !contains(gone, n) {
-			gone = append(gone, n)
-		}
-	}
+	gone := distinctSorted(nodes)
+	gone = slices.DeleteFunc(gone, func(n string) bool { return !r.Has(n) })
 	if len(gone) == 0 {
 		return r
 	}
@@ -171,12 +162,12 @@ func (r *Ring) Without(nodes ...string) *Ring {
 		owner:  make([]string, 0, keep),
 	}
 	for _, n := range r.nodes {
-		if !contains(gone, n) {
+		if _, found := slices.BinarySearch(gone, n); !found {
 			next.nodes = append(next.nodes, n)
 		}
 	}
 	for i, n := range r.owner {
-		if !contains(gone, n) {
+		if _, found := slices.BinarySearch(gone, n); !found {
 			next.pos = append(next.pos, r.pos[i])
 			next.owner = append(next.owner, n)
 		}
@@ -299,9 +290,17 @@ func comparePoints(a, b Point) int {
 	return cmp.Compare(a.Node, b.Node)
 }
 
+// distinctSorted returns a sorted copy of names without duplicates, so bulk
+// membership changes cost O(k log k) rather than a scan per name.
+func distinctSorted(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // contains is slices.Contains for the short lists the ring scans (a
-// preference list, the nodes of one change); a linear scan of a few strings
-// beats hashing them.
+// preference list, the nodes already seen on a walk); a linear scan of a few
+// strings beats hashing them.
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
