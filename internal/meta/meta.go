@@ -170,3 +170,38 @@ type Store interface {
 	// ReleaseLease drops the lease if owner holds it.
 	ReleaseLease(ctx context.Context, name, owner string) error
 }
+
+// ActiveCopies counts the ACTIVE copies of a file.
+func (r FileRecord) ActiveCopies() int {
+	n := 0
+	for _, c := range r.Replicas {
+		if c.Status == ReplicaActive {
+			n++
+		}
+	}
+	return n
+}
+
+// Replica returns the copy on nodeID, if the record has one.
+func (r FileRecord) Replica(nodeID string) (Replica, bool) {
+	for _, c := range r.Replicas {
+		if c.NodeID == nodeID {
+			return c, true
+		}
+	}
+	return Replica{}, false
+}
+
+// StatusFor is a readable file's status given its ACTIVE copies on nodes the
+// ring wants (desired) and anywhere (total): ACTIVE with rf copies where they
+// belong, DEGRADED with fewer but at least one, FAILED with none.
+func StatusFor(desired, total, rf int) FileStatus {
+	switch {
+	case desired >= rf:
+		return FileActive
+	case total > 0:
+		return FileDegraded
+	default:
+		return FileFailed
+	}
+}
