@@ -1,0 +1,341 @@
+package blob
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/errs"
+)
+
+const testID = "0123abcd-1111-2222-3333-444455556666"
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func openDisk(t *testing.T, dir string) *Disk {
+	t.Helper()
+	d, err := OpenDisk(dir, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func receive(t *testing.T, d *Disk, id string, data []byte) {
+	t.Helper()
+	_, created, err := d.Receive(context.Background(), id, sum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+// tree lists every file under dir, relative to it.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return files
+}
+
+func TestLayout(t *testing.T) {
+	dir := t.TempDir()
+	d := openDisk(t, dir)
+	data := []byte("hello, layout")
+	receive(t, d, testID, data)
+	require.Equal(t, []string{"01/23/" + testID, "01/23/" + testID + ".sha256"}, tree(t, dir))
+	side, err := os.ReadFile(filepath.Join(dir, "01", "23", testID+".sha256"))
+	require.NoError(t, err)
+	require.Equal(t, sum(data)+"\n", string(side))
+	got, err := os.ReadFile(filepath.Join(dir, "01", "23", testID))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+}
+
+func TestFailedWritesLeaveNoFiles(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 700<<10)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		sum  string
+		size int64
+		opts Options
+	}{
+		{"checksum mismatch", context.Background(), sum([]byte("other")), int64(len(data)), Options{}},
+		{"short body", context.Background(), sum(data), int64(len(data)) + 1, Options{}},
+		{"cancelled", cancelled, sum(data), int64(len(data)), Options{}},
+		{"capacity, size declared", context.Background(), sum(data), int64(len(data)), Options{CapacityBytes: 1 << 10}},
+		{"capacity, size unknown", context.Background(), sum(data), -1, Options{CapacityBytes: 300 << 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := OpenDisk(dir, tc.opts)
+			require.NoError(t, err)
+			_, _, err = d.Receive(tc.ctx, testID, tc.sum, tc.size, bytes.NewReader(data))
+			require.Error(t, err)
+			require.Empty(t, tree(t, dir), "a failed write leaves no file behind")
+			require.Equal(t, int64(0), d.acct.inflight, "a failed write releases its reservation")
+		})
+	}
+}
+
+// TestCrashWindows stops a write at each step as a crash would (leaving its
+// files) and checks that the blob is absent until the final rename, and that
+// reopening the store cleans up.
+func TestCrashWindows(t *testing.T) {
+	old, next := []byte("the old bytes"), []byte("the new bytes")
+	for _, tc := range []struct {
+		step    string
+		replace bool
+	}{
+		{"blob-synced", false},
+		{"sidecar-published", false},
+		{"blob-synced", true},
+		{"old-removed", true},
+		{"sidecar-published", true},
+	} {
+		t.Run(fmt.Sprintf("%s/replace=%v", tc.step, tc.replace), func(t *testing.T) {
+			dir := t.TempDir()
+			d := openDisk(t, dir)
+			if tc.replace {
+				receive(t, d, testID, old)
+				p := filepath.Join(dir, "01", "23", testID)
+				require.NoError(t, os.WriteFile(p, []byte("the rotten bytes"), 0o640))
+			}
+			d.crashAt = tc.step
+			_, _, err := d.Receive(context.Background(), testID, sum(next), int64(len(next)), bytes.NewReader(next))
+			require.ErrorIs(t, err, errSimulatedCrash)
+
+			ctx := context.Background()
+			info, err := d.Stat(ctx, testID)
+			if err == nil {
+				// Only a replacement crashed before the old copy went is still
+				// visible, and then as the corrupt copy it already was.
+				require.True(t, tc.replace && tc.step == "blob-synced", "blob visible after crash at %s", tc.step)
+				require.Equal(t, sum(old), info.Checksum)
+			} else {
+				require.Equal(t, errs.NotFound, errs.KindOf(err))
+			}
+
+			d2 := openDisk(t, dir)
+			rec := d2.Recovery()
+			require.Positive(t, rec.TempFilesRemoved, "the interrupted write's temp file is removed")
+			for _, f := range tree(t, dir) {
+				require.False(t, strings.Contains(f, tempPrefix), "temp file %s survives reopening", f)
+			}
+			files := tree(t, dir)
+			require.True(t, len(files) == 0 || len(files) == 2, "after reopening, a blob has its sidecar or neither exists: %v", files)
+
+			_, created, err := d2.Receive(ctx, testID, sum(next), int64(len(next)), bytes.NewReader(next))
+			require.NoError(t, err)
+			require.True(t, created)
+			c, err := d2.Rehash(ctx, testID)
+			require.NoError(t, err)
+			require.True(t, c.Intact())
+			u, err := d2.Usage(ctx)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), u.Blobs)
+			require.Equal(t, int64(len(next)), u.BytesUsed)
+		})
+	}
+}
+
+func TestOpenRecountsAndCleans(t *testing.T) {
+	dir := t.TempDir()
+	d := openDisk(t, dir)
+	ids := []string{testID, "0123ffff", "9999-0000-x", "abcd"}
+	var total int64
+	for i, id := range ids {
+		data := bytes.Repeat([]byte{byte(i)}, 100*(i+1))
+		receive(t, d, id, data)
+		total += int64(len(data))
+	}
+	write := func(rel, content string) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o640))
+	}
+	write("01/23/.tmp-"+testID+"-123", "half a write")
+	write("ab/cd/.tmp-abcdzz-9", "another")
+	write("ee/ff/eeffeeff.sha256", sum(nil)+"\n")                            // sidecar without blob
+	write("ee/ff/eeff0000", "blob without sidecar")                          // blob without sidecar
+	write("lost+found/something", "not ours")                                // foreign directory
+	write("README", "not ours either")                                       // foreign file at the root
+	write("ab/cd/zzzz", "a valid id in the wrong shard")                     // not ours
+	write("ab/cd/zzzz.sha256", sum([]byte("a valid id in the wrong shard"))) // not ours
+
+	d2 := openDisk(t, dir)
+	require.Equal(t, Recovery{Blobs: 4, Bytes: total, TempFilesRemoved: 2, OrphansRemoved: 2}, d2.Recovery())
+	u, err := d2.Usage(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(4), u.Blobs)
+	require.Equal(t, total, u.BytesUsed)
+	files := tree(t, dir)
+	for _, gone := range []string{"01/23/.tmp-" + testID + "-123", "ab/cd/.tmp-abcdzz-9", "ee/ff/eeffeeff.sha256", "ee/ff/eeff0000"} {
+		require.NotContains(t, files, gone)
+	}
+	for _, kept := range []string{"lost+found/something", "README", "ab/cd/zzzz", "ab/cd/zzzz.sha256"} {
+		require.Contains(t, files, kept, "files that are not the store's are left alone")
+	}
+	list, err := d2.Enumerate(context.Background(), "", 100)
+	require.NoError(t, err)
+	var got []string
+	for _, info := range list {
+		got = append(got, info.ID)
+	}
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	require.Equal(t, want, got)
+}
+
+func TestMalformedSidecar(t *testing.T) {
+	dir := t.TempDir()
+	d := openDisk(t, dir)
+	data := []byte("some bytes")
+	receive(t, d, testID, data)
+	require.NoError(t, os.WriteFile(sidecarPath(dir, testID), []byte("not a checksum\n"), 0o640))
+	ctx := context.Background()
+
+	_, err := d.Stat(ctx, testID)
+	require.Equal(t, errs.Corrupt, errs.KindOf(err))
+	_, _, err = d.Fetch(ctx, testID)
+	require.Equal(t, errs.Corrupt, errs.KindOf(err))
+	c, err := d.Rehash(ctx, testID)
+	require.NoError(t, err)
+	require.False(t, c.Intact())
+	require.Empty(t, c.Stored)
+	list, err := d.Enumerate(ctx, "", 10)
+	require.NoError(t, err)
+	require.Equal(t, []Info{{ID: testID, Size: int64(len(data))}}, list, "listed without a checksum")
+
+	_, created, err := d.Receive(ctx, testID, sum(data), -1, bytes.NewReader(data))
+	require.NoError(t, err)
+	require.True(t, created, "a copy whose sidecar is unreadable is replaced")
+	c, err = d.Rehash(ctx, testID)
+	require.NoError(t, err)
+	require.True(t, c.Intact())
+}
+
+func TestInvalidIDTouchesNothing(t *testing.T) {
+	dir := t.TempDir()
+	d := openDisk(t, dir)
+	// With the data directory gone, any file-system access would fail with
+	// another kind of error: an Invalid answer shows validation came first.
+	require.NoError(t, os.Remove(dir))
+	ctx := context.Background()
+	for _, id := range []string{"../etc", "..", "a/b/c/d", "ABCD", "abc\x00d", ".tmp-x"} {
+		_, _, err := d.Receive(ctx, id, sum(nil), 0, bytes.NewReader(nil))
+		require.Equal(t, errs.Invalid, errs.KindOf(err), "Receive(%q)", id)
+		_, err = d.Stat(ctx, id)
+		require.Equal(t, errs.Invalid, errs.KindOf(err), "Stat(%q)", id)
+		require.Equal(t, errs.Invalid, errs.KindOf(d.Remove(ctx, id)), "Remove(%q)", id)
+	}
+	_, err := os.Stat(dir)
+	require.ErrorIs(t, err, fs.ErrNotExist, "nothing was created")
+}
+
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+	}{
+		{"removed", func(t *testing.T, dir string) { require.NoError(t, os.RemoveAll(dir)) }},
+		{"replaced by a file", func(t *testing.T, dir string) {
+			require.NoError(t, os.RemoveAll(dir))
+			require.NoError(t, os.WriteFile(dir, nil, 0o640))
+		}},
+		{"replaced by another directory", func(t *testing.T, dir string) {
+			require.NoError(t, os.RemoveAll(dir))
+			require.NoError(t, os.Mkdir(dir, 0o750))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			d := openDisk(t, dir)
+			require.NoError(t, d.Check(ctx))
+			tc.damage(t, dir)
+			require.Equal(t, errs.Unavailable, errs.KindOf(d.Check(ctx)))
+		})
+	}
+}
+
+func TestCheckPassesWhenFull(t *testing.T) {
+	dir := t.TempDir()
+	d, err := OpenDisk(dir, Options{CapacityBytes: 10})
+	require.NoError(t, err)
+	receive(t, d, testID, []byte("0123456789"))
+	_, _, err = d.Receive(context.Background(), "abcd", sum([]byte("x")), 1, bytes.NewReader([]byte("x")))
+	require.Equal(t, errs.NoSpace, errs.KindOf(err))
+	require.NoError(t, d.Check(context.Background()), "a full store is still usable for reads")
+	u, err := d.Usage(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, u.FreeBytes)
+	require.Positive(t, u.TotalBytes)
+}
+
+func TestUsageReportsTheDevice(t *testing.T) {
+	d := openDisk(t, t.TempDir())
+	u, err := d.Usage(context.Background())
+	require.NoError(t, err)
+	require.Positive(t, u.TotalBytes)
+	require.Positive(t, u.FreeBytes)
+	require.LessOrEqual(t, u.FreeBytes, u.TotalBytes)
+	require.Zero(t, u.CapacityBytes)
+}
+
+func TestOpenRejects(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o640))
+	for _, tc := range []struct {
+		dir  string
+		opts Options
+	}{
+		{"", Options{}},
+		{t.TempDir(), Options{CapacityBytes: -1}},
+		{file, Options{}},
+	} {
+		_, err := OpenDisk(tc.dir, tc.opts)
+		require.Error(t, err, "OpenDisk(%q, %+v)", tc.dir, tc.opts)
+	}
+}
+
+func TestFSErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want errs.Kind
+	}{
+		{&os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, errs.NoSpace},
+		{&os.PathError{Op: "write", Path: "x", Err: syscall.EDQUOT}, errs.NoSpace},
+		{&os.PathError{Op: "write", Path: "x", Err: syscall.EIO}, errs.Other},
+		{errs.E(errs.Invalid, "bad body"), errs.Invalid},
+	} {
+		got := fsError(tc.err, "op")
+		require.Equal(t, tc.want, errs.KindOf(got), "%v", tc.err)
+		require.ErrorIs(t, got, tc.err)
+	}
+	require.NoError(t, fsError(nil, "op"))
+}

@@ -1,0 +1,52 @@
+package blob
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// The on-disk layout of a Disk store, all in this file:
+//
+//	<root>/ab/cd/<id>          the blob (ab and cd are the id's first two and next two characters)
+//	<root>/ab/cd/<id>.sha256   its checksum sidecar: 64 lower-case hex digits and a newline
+//	<root>/ab/cd/.tmp-<id>-*   a write in progress (removed by Open if a crash left it)
+//
+// Two levels of fan-out (256 directories each for hex ids such as UUIDs) keep
+// directories small at millions of blobs.
+// Ids contain no dot, so neither a sidecar nor a temp file can be mistaken for
+// a blob, and since every id is at least four characters long, ordering by
+// (level one, level two, name) is ordering by id, which lets Enumerate walk
+// the tree in id order.
+const (
+	sidecarExt = ".sha256"
+	tempPrefix = ".tmp-"
+)
+
+// shard returns the two directory levels of id.
+func shard(id string) (string, string) { return id[0:2], id[2:4] }
+
+func shardDir(root, id string) string {
+	a, b := shard(id)
+	return filepath.Join(root, a, b)
+}
+
+func blobPath(root, id string) string { return filepath.Join(shardDir(root, id), id) }
+
+func sidecarPath(root, id string) string { return blobPath(root, id) + sidecarExt }
+
+// tempPattern is the os.CreateTemp pattern for a write of id.
+func tempPattern(id string) string { return tempPrefix + id + "-*" }
+
+func isTempName(name string) bool { return strings.HasPrefix(name, tempPrefix) }
+
+// isShardName reports whether name can be a directory level of the tree.
+func isShardName(name string) bool {
+	return len(name) == 2 && isIDChar(name[0]) && isIDChar(name[1])
+}
+
+// inShard reports whether id belongs in directory a/b; a file elsewhere is not
+// one of ours.
+func inShard(id, a, b string) bool {
+	x, y := shard(id)
+	return x == a && y == b
+}
