@@ -1,0 +1,132 @@
+// Command dfs is the user's tool for dfs: it runs a local cluster for
+// development (`dfs cluster up`) and answers placement questions offline
+// (`dfs ring`). Client commands for the coordinator's REST API live beside
+// these, one file per command.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/dfs-project/dfs/internal/ringsim"
+)
+
+// stdio is the streams a command reads and writes; tests pass buffers.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one subcommand. run gets the arguments after the command's name
+// and returns the process's exit code: 0 success, 1 failure, 2 bad usage.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, s stdio) int
+}
+
+// commands is the table the dispatcher reads; a new subcommand is one entry
+// here and a file of its own.
+func commands() map[string]command {
+	return map[string]command{
+		"ring":    {summary: "answer placement queries read from stdin (see `dfs ring -h`)", run: runRing},
+		"cluster": {summary: "run a local cluster of real processes: `dfs cluster up`", run: runCluster},
+	}
+}
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+}
+
+func run(ctx context.Context, args []string, s stdio) int {
+	if len(args) == 0 {
+		usage(s.err)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if cmd, ok := commands()[args[1]]; ok {
+				return cmd.run(ctx, []string{"-h"}, s)
+			}
+		}
+		usage(s.out)
+		return 0
+	}
+	cmd, ok := commands()[name]
+	if !ok {
+		fmt.Fprintf(s.err, "dfs: unknown command %q\n\n", name)
+		usage(s.err)
+		return 2
+	}
+	return cmd.run(ctx, args[1:], s)
+}
+
+func usage(w io.Writer) {
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for name := range cmds {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteString("usage: dfs <command> [flags] [arguments]\n\ncommands:\n")
+	for _, name := range names {
+		fmt.Fprintf(&b, "  %-10s %s\n", name, cmds[name].summary)
+	}
+	b.WriteString("\n`dfs help <command>` or `dfs <command> -h` describes one command.\n")
+	io.WriteString(w, b.String())
+}
+
+// parseFlags parses a command's flags, reporting mistakes on stderr. When it
+// returns done, the command should exit with code at once: 0 after -h, 2 after
+// a bad flag or, if maxArgs >= 0, more than maxArgs arguments.
+func parseFlags(fs *flag.FlagSet, args []string, maxArgs int, s stdio) (code int, done bool) {
+	fs.SetOutput(s.err)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	if maxArgs >= 0 && fs.NArg() > maxArgs {
+		fmt.Fprintf(s.err, "dfs %s: unexpected argument %q\n", fs.Name(), fs.Arg(maxArgs))
+		fs.Usage()
+		return 2, true
+	}
+	return 0, false
+}
+
+const ringHelp = `usage: dfs ring < script
+
+Reads one command per line (case-insensitive; blank lines ignored) and
+answers every query with one line, placing keys exactly as the coordinator
+does. A bad line answers "ERROR <reason>" and the run goes on.
+
+  VNODES <v>            points per node (default 100); re-places the nodes
+  ADD <node>            add a node
+  REMOVE <node>         remove a node
+  LOOKUP <key>          the key's primary, or NONE on an empty ring
+  REPLICAS <key> <n>    the key's preference list, comma-separated, or NONE
+  SPREAD <count> <n>    how often each node appears in the preference lists
+                        of key-0 … key-<count-1>: "A=12 B=9 C=9", or NONE
+`
+
+func runRing(_ context.Context, args []string, s stdio) int {
+	fs := flag.NewFlagSet("ring", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), ringHelp) }
+	if code, done := parseFlags(fs, args, 0, s); done {
+		return code
+	}
+	if err := ringsim.Run(s.in, s.out); err != nil {
+		fmt.Fprintf(s.err, "dfs ring: %v\n", err)
+		return 1
+	}
+	return 0
+}

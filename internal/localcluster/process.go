@@ -1,0 +1,353 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/errs"
+)
+
+// readyPoll is how often a starting process is asked whether it is ready.
+const readyPoll = 50 * time.Millisecond
+
+// logTail is how many log lines an error about a failed process quotes.
+const logTail = 20
+
+// process is one member of the cluster: everything needed to start it again
+// with the same identity, port and data.
+type process struct {
+	name    string
+	binary  string
+	host    string
+	port    int
+	dataDir string
+	logPath string
+	env     []string
+	cur     *run // the latest run, nil before the first; guarded by Cluster.mu
+}
+
+func (p *process) url() string {
+	return "http://" + net.JoinHostPort(p.host, strconv.Itoa(p.port))
+}
+
+// run is one execution of a process, from start to reaping.
+type run struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has been reaped
+	err  error         // the result of Wait; read it only after done is closed
+	// asked records that the cluster asked this run to end, so that its
+	// exit is not reported to Options.OnExit as unexpected.
+	asked atomic.Bool
+}
+
+func (r *run) running() bool {
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (r *run) pid() int { return r.cmd.Process.Pid }
+
+// kill sends SIGKILL and waits until the process has been reaped, which is
+// prompt: a killed process cannot delay its end, and os/exec stops waiting for
+// its output after WaitDelay.
+func (r *run) kill() {
+	r.asked.Store(true)
+	_ = signalGroup(r.pid(), sigKill)
+	<-r.done
+}
+
+// startLocked starts a new run of p. The caller holds c.mu.
+func (c *Cluster) startLocked(p *process) (*run, error) {
+	switch {
+	case c.stopped:
+		return nil, errs.E(errs.Conflict, "localcluster: cannot start %s: the cluster is stopped", p.name)
+	case c.life.Err() != nil:
+		return nil, errs.Wrap(errs.Unavailable, c.life.Err(), "localcluster: cannot start %s", p.name)
+	case p.cur != nil && p.cur.running():
+		return nil, errs.E(errs.Conflict, "localcluster: %s is already running (pid %d)", p.name, p.cur.pid())
+	}
+	if err := os.MkdirAll(p.dataDir, 0o755); err != nil {
+		return nil, errs.Wrap(errs.Other, err, "localcluster: create the data directory of %s", p.name)
+	}
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, errs.Wrap(errs.Other, err, "localcluster: open the log of %s", p.name)
+	}
+	// Restarts append to the same file; a banner tells the runs apart.
+	fmt.Fprintf(logf, "=== localcluster: starting %s at %s ===\n", p.name, time.Now().Format(time.RFC3339Nano))
+
+	var out io.Writer = logf
+	var tee *prefixWriter
+	if c.opts.Tee != nil {
+		tee = newPrefixWriter(c.opts.Tee, &c.teeMu, "["+p.name+"] ")
+		out = io.MultiWriter(logf, tee)
+	}
+	cmd := exec.CommandContext(c.life, p.binary)
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = newSysProcAttr()
+	// Cancelling the cluster's context asks politely first; os/exec kills
+	// the process if it is still there after WaitDelay.
+	cmd.Cancel = func() error {
+		err := signalGroup(cmd.Process.Pid, sigTerminate)
+		_ = signalGroup(cmd.Process.Pid, sigResume)
+		return err
+	}
+	cmd.WaitDelay = c.opts.StopTimeout
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, errs.Wrap(errs.Other, err, "localcluster: start %s", p.name)
+	}
+	r := &run{cmd: cmd, done: make(chan struct{})}
+	p.cur = r
+	c.log.Info("localcluster: started", "name", p.name, "pid", r.pid(), "url", p.url(), "log", p.logPath)
+	go c.reap(p, r, logf, tee)
+	return r, nil
+}
+
+// reap waits for a run to end and reports how it ended.
+func (c *Cluster) reap(p *process, r *run, logf *os.File, tee *prefixWriter) {
+	err := r.cmd.Wait()
+	if tee != nil {
+		tee.Flush()
+	}
+	status := "exit status 0"
+	if err != nil {
+		status = err.Error()
+	}
+	fmt.Fprintf(logf, "=== localcluster: %s (pid %d) ended: %s ===\n", p.name, r.pid(), status)
+	logf.Close()
+	r.err = err
+	expected := r.asked.Load() || c.life.Err() != nil
+	close(r.done)
+	if expected {
+		c.log.Info("localcluster: exited", "name", p.name, "pid", r.pid(), "status", status)
+		return
+	}
+	c.log.Warn("localcluster: exited unexpectedly", "name", p.name, "pid", r.pid(), "status", status, "log", p.logPath)
+	if c.opts.OnExit != nil {
+		c.opts.OnExit(p.name, err)
+	}
+}
+
+// startAndWait starts the named process and waits until it is ready; a
+// process that does not become ready is killed.
+func (c *Cluster) startAndWait(ctx context.Context, name string) error {
+	c.mu.Lock()
+	p := c.procs[name]
+	if p == nil {
+		c.mu.Unlock()
+		return errs.E(errs.NotFound, "localcluster: no process named %q", name)
+	}
+	r, err := c.startLocked(p)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := c.waitReady(ctx, p, r); err != nil {
+		r.kill()
+		return err
+	}
+	return nil
+}
+
+// waitReady polls /health/ready until it answers 200, the process exits, or
+// Options.ReadyTimeout passes.
+func (c *Cluster) waitReady(ctx context.Context, p *process, r *run) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
+	defer cancel()
+	url := p.url() + "/health/ready"
+	start := time.Now()
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	for {
+		if c.ready(ctx, url) {
+			c.log.Info("localcluster: ready", "name", p.name, "url", p.url(), "after", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-r.done:
+			return errs.E(errs.Unavailable, "localcluster: %s exited before it was ready (%v); last lines of %s:\n%s",
+				p.name, r.err, p.logPath, tailLines(p.logPath, logTail))
+		case <-ctx.Done():
+			return errs.Wrap(errs.Unavailable, ctx.Err(), "localcluster: %s did not answer %s with 200 within %s; last lines of %s:\n%s",
+				p.name, url, c.opts.ReadyTimeout, p.logPath, tailLines(p.logPath, logTail))
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) ready(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.probe.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// stopRun sends SIGTERM (and SIGCONT, since a paused process acts on
+// SIGTERM only once it runs again), waits Options.StopTimeout, then kills.
+func (c *Cluster) stopRun(p *process, r *run) error {
+	r.asked.Store(true)
+	if err := signalGroup(r.pid(), sigTerminate); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return errs.Wrap(errs.Other, err, "localcluster: SIGTERM %s", p.name)
+	}
+	_ = signalGroup(r.pid(), sigResume)
+	timer := time.NewTimer(c.opts.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		if r.err != nil {
+			return errs.Wrap(errs.Other, r.err, "localcluster: %s did not exit cleanly after SIGTERM", p.name)
+		}
+		return nil
+	case <-timer.C:
+	}
+	r.kill()
+	return errs.E(errs.Other, "localcluster: %s did not exit within %s of SIGTERM; killed it", p.name, c.opts.StopTimeout)
+}
+
+// current returns the named process and its run, which must be running.
+func (c *Cluster) current(name string) (*process, *run, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.procs[name]
+	if p == nil {
+		return nil, nil, errs.E(errs.NotFound, "localcluster: no process named %q", name)
+	}
+	r := c.runningLocked(name)
+	if r == nil {
+		return nil, nil, errs.E(errs.Conflict, "localcluster: %s is not running", name)
+	}
+	return p, r, nil
+}
+
+// StopNode stops the named process (a node, or CoordinatorName) the way an
+// orchestrator would: SIGTERM, then SIGKILL after Options.StopTimeout. It
+// returns once the process has exited, with an error if it had to be killed
+// or exited with a failure status.
+func (c *Cluster) StopNode(name string) error {
+	p, r, err := c.current(name)
+	if err != nil {
+		return err
+	}
+	return c.stopRun(p, r)
+}
+
+// KillNode kills the named process with SIGKILL, as a crash or an
+// out-of-memory kill would, and returns once it has exited.
+func (c *Cluster) KillNode(name string) error {
+	_, r, err := c.current(name)
+	if err != nil {
+		return err
+	}
+	r.kill()
+	return nil
+}
+
+// PauseNode freezes the named process with SIGSTOP: it keeps its port and
+// connections but answers nothing, like a machine stalled in swap or a long
+// GC pause.
+func (c *Cluster) PauseNode(name string) error {
+	return c.signal(name, sigPause)
+}
+
+// ResumeNode lets a paused process run again (SIGCONT).
+func (c *Cluster) ResumeNode(name string) error {
+	return c.signal(name, sigResume)
+}
+
+func (c *Cluster) signal(name string, s signal) error {
+	p, r, err := c.current(name)
+	if err != nil {
+		return err
+	}
+	if err := signalGroup(r.pid(), s); err != nil {
+		return errs.Wrap(errs.Other, err, "localcluster: signal %s", p.name)
+	}
+	return nil
+}
+
+// StartNode starts a stopped or killed process again with the same id, port,
+// data directory and log file, and waits until it is ready (bounded by ctx and
+// Options.ReadyTimeout; a process that does not become ready is killed).
+func (c *Cluster) StartNode(ctx context.Context, name string) error {
+	return c.startAndWait(ctx, name)
+}
+
+// AddNode adds storage node node-<N+1>, where N is the number of nodes so
+// far, on the port after the last node's (a free port when NodeBasePort is 0),
+// starts it and waits until it is ready. It returns the new node's name; if
+// the node does not become ready, the node stays in the cluster, stopped, and
+// the error ends with the tail of its log.
+func (c *Cluster) AddNode(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return "", errs.E(errs.Conflict, "localcluster: cannot add a node: the cluster is stopped")
+	}
+	i := len(c.nodes) + 1
+	var port int
+	if c.opts.NodeBasePort != 0 {
+		port = c.opts.NodeBasePort + i - 1
+		if port > 65535 {
+			c.mu.Unlock()
+			return "", errs.E(errs.Invalid, "localcluster: no port left for %s", NodeName(i))
+		}
+		if err := checkPortFree(c.opts.Host, port); err != nil {
+			c.mu.Unlock()
+			return "", err
+		}
+	} else {
+		ports, err := freePorts(c.opts.Host, 1)
+		if err != nil {
+			c.mu.Unlock()
+			return "", err
+		}
+		port = ports[0]
+	}
+	name := c.addNodeLocked(i, port).name
+	c.mu.Unlock()
+	return name, c.startAndWait(ctx, name)
+}
+
+// StopCoordinator is StopNode(CoordinatorName).
+func (c *Cluster) StopCoordinator() error { return c.StopNode(CoordinatorName) }
+
+// KillCoordinator is KillNode(CoordinatorName).
+func (c *Cluster) KillCoordinator() error { return c.KillNode(CoordinatorName) }
+
+// StartCoordinator starts the coordinator again with the same port and data
+// directory, and waits until it is ready. A cluster that started without a
+// coordinator binary gets its coordinator here once the binary exists.
+func (c *Cluster) StartCoordinator(ctx context.Context) error {
+	c.mu.Lock()
+	if c.procs[CoordinatorName] == nil {
+		if err := checkBinary(c.opts.BinDir, CoordinatorBinary); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.procs[CoordinatorName] = c.newCoordinator()
+	}
+	c.mu.Unlock()
+	return c.startAndWait(ctx, CoordinatorName)
+}
