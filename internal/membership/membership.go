@@ -1,0 +1,362 @@
+// Package membership owns the coordinator's view of which storage nodes exist
+// and which of them take part in placement, and runs the failure detector
+// that decides it.
+//
+// The metadata store is the truth; the ring is derived from it. A node is on
+// the ring exactly when its stored status is HEALTHY, so a coordinator that
+// restarts (Load) rebuilds the same ring and moves no data, and coordinators
+// sharing a database converge on the same ring (Run refreshes it every
+// interval).
+//
+// Lifecycle of a node:
+//
+//	Register (new) ──▶ UNHEALTHY ──SuccessThreshold good probes──▶ HEALTHY (Joined)
+//	HEALTHY ──FailureThreshold failed probes──▶ UNHEALTHY (Failed)
+//	UNHEALTHY ──SuccessThreshold good probes──▶ HEALTHY (Recovered)
+//	any ──Deregister──▶ DEREGISTERED (Deregistered; terminal, heartbeats ignored)
+//	DEREGISTERED ──Rejoin──▶ UNHEALTHY (Rejoined; re-enters like a new node)
+//
+// Thresholds exist because a change of membership moves data: one missed probe
+// is a pause, not a dead machine, and counters reset on the opposite outcome
+// so a flapping node never oscillates the ring.
+package membership
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// Defaults of Options.
+const (
+	DefaultFailureThreshold  = 2
+	DefaultSuccessThreshold  = 2
+	DefaultInterval          = 10 * time.Second
+	DefaultProbeTimeout      = 2 * time.Second
+	DefaultMaxParallelProbes = 16
+)
+
+// codeNodeNotFound is the API error code of an unknown node id.
+const codeNodeNotFound = "NODE_NOT_FOUND"
+
+// Store is the part of the metadata store membership uses (meta.Store
+// satisfies it).
+type Store interface {
+	CreateNode(ctx context.Context, n *meta.Node) error
+	GetNode(ctx context.Context, id string) (meta.Node, error)
+	ListNodes(ctx context.Context) ([]meta.Node, error)
+	UpdateNode(ctx context.Context, n *meta.Node) error
+}
+
+var _ Store = (meta.Store)(nil)
+
+// Prober asks a storage node whether it is ready to serve. A nil error means
+// healthy; any error (unreachable, not 200, timeout) counts as a failed probe.
+type Prober interface {
+	Ready(ctx context.Context, baseURL string) error
+}
+
+// EventKind names a membership change. The values of the kinds that move data
+// match the contract's rebalance triggers, so a consumer can pass
+// string(kind) on as the trigger.
+type EventKind string
+
+// Event kinds.
+const (
+	// Joined: a node that had never been on the ring (since it registered or
+	// was re-admitted) entered it.
+	Joined EventKind = "JOINED"
+	// Failed: a HEALTHY node reached the failure threshold and left the ring.
+	Failed EventKind = "FAILED"
+	// Recovered: a node evicted earlier reached the success threshold and is
+	// back on the ring.
+	Recovered EventKind = "RECOVERED"
+	// Deregistered: an operator took the node off the ring for good.
+	Deregistered EventKind = "DEREGISTERED"
+	// Rejoined: a deregistered node was re-admitted. It is not on the ring
+	// yet; a Joined event follows once it passes SuccessThreshold probes.
+	Rejoined EventKind = "REJOINED"
+)
+
+// Event reports one membership change after it is stored and the new ring is
+// published.
+type Event struct {
+	Kind EventKind
+	// Node is the node as stored by the change.
+	Node meta.Node
+	// Ring is the snapshot published by the change (for Rejoined, the
+	// unchanged current ring).
+	Ring *ring.Ring
+	At   time.Time
+}
+
+// Options configure a Registry. Zero values take the documented defaults.
+type Options struct {
+	// Store holds node rows; required.
+	Store Store
+	// Prober checks a node's readiness; required.
+	Prober Prober
+	// VNodes is the number of ring points per node (default ring.DefaultVNodes, 100).
+	VNodes int
+	// FailureThreshold is the number of consecutive failed probes that evicts
+	// a HEALTHY node (default 2).
+	FailureThreshold int
+	// SuccessThreshold is the number of consecutive good probes that admits
+	// an UNHEALTHY node (default 2).
+	SuccessThreshold int
+	// Interval is the period of Run's sweeps (default 10s).
+	Interval time.Duration
+	// ProbeTimeout bounds each probe (default the smaller of 2s and
+	// Interval, so a hanging node cannot stretch a sweep past its period).
+	ProbeTimeout time.Duration
+	// MaxParallelProbes bounds the probes in flight during a sweep (default 16).
+	MaxParallelProbes int
+	// Logger receives membership changes; nil discards.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now); tests pass a fake.
+	Now func() time.Time
+	// OnEvent, when set, is called once for every membership change, in the
+	// order the changes happened, while the registry still holds its write
+	// lock. It must return quickly (hand heavy work such as rebalancing to
+	// another goroutine) and must not call Register, Deregister, Rejoin,
+	// Sweep or Load. Ring, BaseURL, Node and Nodes are safe.
+	OnEvent func(Event)
+}
+
+// Registry owns storage-node membership and the failure detector. Its methods
+// are safe for concurrent use.
+type Registry struct {
+	store        Store
+	prober       Prober
+	vnodes       int
+	failThresh   int
+	okThresh     int
+	interval     time.Duration
+	probeTimeout time.Duration
+	parallel     int
+	log          *slog.Logger
+	now          func() time.Time
+	onEvent      func(Event)
+
+	// ring is the published snapshot; readers load it without locking.
+	ring ring.Atomic
+	// addrs maps every known node id to its base URL. The map is immutable
+	// once published; writers replace it.
+	addrs atomic.Pointer[map[string]string]
+
+	// mu serialises every change of node rows together with the matching ring
+	// publication, so that the ring equals the HEALTHY set whenever mu is
+	// free. It is never held across a probe.
+	mu sync.Mutex
+	// ignored records deregistered nodes whose heartbeat has been logged
+	// once, so repeated heartbeats stay quiet. Guarded by mu.
+	ignored map[string]bool
+
+	// sweepMu keeps sweeps from overlapping, so a node is never probed twice
+	// for one round and counted twice.
+	sweepMu sync.Mutex
+
+	// kick asks Run to probe a newly registered node at once. Sends never
+	// block: when Run is busy or absent, the next sweep covers the node.
+	kick chan string
+}
+
+// New returns a Registry with an empty ring; call Load before serving.
+func New(o Options) (*Registry, error) {
+	if o.Store == nil || o.Prober == nil {
+		return nil, errs.E(errs.Invalid, "membership: Store and Prober are required")
+	}
+	if o.VNodes < 0 || o.FailureThreshold < 0 || o.SuccessThreshold < 0 || o.Interval < 0 ||
+		o.ProbeTimeout < 0 || o.MaxParallelProbes < 0 {
+		return nil, errs.E(errs.Invalid, "membership: options must not be negative")
+	}
+	r := &Registry{
+		store:        o.Store,
+		prober:       o.Prober,
+		vnodes:       orDefault(o.VNodes, ring.DefaultVNodes),
+		failThresh:   orDefault(o.FailureThreshold, DefaultFailureThreshold),
+		okThresh:     orDefault(o.SuccessThreshold, DefaultSuccessThreshold),
+		interval:     orDefault(o.Interval, DefaultInterval),
+		probeTimeout: o.ProbeTimeout,
+		parallel:     orDefault(o.MaxParallelProbes, DefaultMaxParallelProbes),
+		log:          o.Logger,
+		now:          o.Now,
+		onEvent:      o.OnEvent,
+		ignored:      map[string]bool{},
+		kick:         make(chan string, 64),
+	}
+	if r.probeTimeout == 0 {
+		r.probeTimeout = min(DefaultProbeTimeout, r.interval)
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.ring.Store(ring.New(r.vnodes))
+	r.addrs.Store(&map[string]string{})
+	return r, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Ring returns the current ring snapshot. It never blocks and the snapshot
+// never changes; a later membership change publishes a new one.
+func (r *Registry) Ring() *ring.Ring { return r.ring.Load() }
+
+// BaseURL returns "http://host:port" of any known node, including unhealthy
+// and deregistered ones, which may still serve as copy sources.
+func (r *Registry) BaseURL(nodeID string) (string, bool) {
+	u, ok := (*r.addrs.Load())[nodeID]
+	return u, ok
+}
+
+// Node returns one node; an unknown id is NotFound with code NODE_NOT_FOUND.
+func (r *Registry) Node(ctx context.Context, id string) (meta.Node, error) {
+	n, err := r.store.GetNode(ctx, id)
+	if err != nil {
+		return meta.Node{}, notFound(id, err)
+	}
+	return n, nil
+}
+
+// Nodes returns every known node ordered by id.
+func (r *Registry) Nodes(ctx context.Context) ([]meta.Node, error) {
+	return r.store.ListNodes(ctx)
+}
+
+// Load reads every node from the store, publishes the ring of the HEALTHY
+// ones and refreshes the address book. A coordinator calls it at start, so a
+// restart rebuilds the ring it had and moves no data; Run calls it every
+// interval so coordinators sharing a database converge. A new snapshot is
+// published only when the HEALTHY set changed.
+func (r *Registry) Load(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	nodes, err := r.store.ListNodes(ctx)
+	if err != nil {
+		return err
+	}
+	addrs := make(map[string]string, len(nodes))
+	healthy := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		addrs[n.ID] = baseURL(n.Host, n.Port)
+		if n.OnRing() {
+			healthy[n.ID] = true
+		}
+	}
+	if !maps.Equal(addrs, *r.addrs.Load()) {
+		r.addrs.Store(&addrs)
+	}
+	cur := r.ring.Load()
+	var gone []string
+	for _, id := range cur.Nodes() {
+		if !healthy[id] {
+			gone = append(gone, id)
+		}
+	}
+	next := cur.Without(gone...).With(slices.Collect(maps.Keys(healthy))...)
+	if next != cur {
+		r.ring.Store(next)
+		r.log.Info("ring rebuilt from the metadata store",
+			"nodes", len(nodes), "onRing", len(next.Nodes()), "ring", next.Nodes())
+	}
+	return nil
+}
+
+// publish stores the ring that matches n's stored status and records its
+// address. Callers hold mu.
+func (r *Registry) publish(n meta.Node) *ring.Ring {
+	cur := r.ring.Load()
+	next := cur.Without(n.ID)
+	if n.OnRing() {
+		next = cur.With(n.ID)
+	}
+	if next != cur {
+		r.ring.Store(next)
+	}
+	r.setAddr(n)
+	return next
+}
+
+// setAddr records n's base URL. Callers hold mu.
+func (r *Registry) setAddr(n meta.Node) {
+	u := baseURL(n.Host, n.Port)
+	cur := *r.addrs.Load()
+	if old, ok := cur[n.ID]; ok && old == u {
+		return
+	}
+	next := maps.Clone(cur)
+	next[n.ID] = u
+	r.addrs.Store(&next)
+}
+
+// emit delivers an event. Callers hold mu, which keeps events in order.
+func (r *Registry) emit(kind EventKind, n meta.Node, rg *ring.Ring) {
+	if r.onEvent != nil {
+		r.onEvent(Event{Kind: kind, Node: n, Ring: rg, At: r.now()})
+	}
+}
+
+// maxAttempts bounds the re-read-and-re-apply loop of one change. A conflict
+// means another writer (a second coordinator) changed the row in between;
+// that many in a row means something is wrong, not contention.
+const maxAttempts = 8
+
+// update re-reads node id, lets change edit it and writes it back with
+// optimistic locking, starting over when the write was stale. change reports
+// whether there is anything to write; with false, update returns the node as
+// read and false.
+func (r *Registry) update(ctx context.Context, id string, change func(n *meta.Node) (bool, error)) (meta.Node, bool, error) {
+	var err error
+	for range maxAttempts {
+		var n meta.Node
+		n, err = r.store.GetNode(ctx, id)
+		if err != nil {
+			return meta.Node{}, false, err
+		}
+		write, cerr := change(&n)
+		if cerr != nil || !write {
+			return n, false, cerr
+		}
+		err = r.store.UpdateNode(ctx, &n)
+		if err == nil {
+			return n, true, nil
+		}
+		if !errs.Is(err, errs.Conflict) {
+			return meta.Node{}, false, err
+		}
+	}
+	return meta.Node{}, false, errs.Wrap(errs.Conflict, err, "node %s kept changing under %d attempts to update it", id, maxAttempts)
+}
+
+func notFound(id string, err error) error {
+	if errs.Is(err, errs.NotFound) {
+		return &errs.Error{Kind: errs.NotFound, Code: codeNodeNotFound, Msg: "node " + id + " is not registered", Err: err}
+	}
+	return err
+}
+
+func baseURL(host string, port int) string {
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+func address(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
