@@ -63,7 +63,8 @@ func (r *Registry) Sweep(ctx context.Context) ([]NodeHealth, error) {
 	return r.sweep(ctx, "")
 }
 
-// sweep probes every node, or only the node only when it is not empty.
+// sweep probes every node, or just the node named by only when that is not
+// empty.
 func (r *Registry) sweep(ctx context.Context, only string) ([]NodeHealth, error) {
 	r.sweepMu.Lock()
 	defer r.sweepMu.Unlock()
