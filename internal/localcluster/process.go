@@ -86,15 +86,14 @@ func (c *Cluster) startLocked(p *process) (*run, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Other, err, "localcluster: open the log of %s", p.name)
 	}
-	// Restarts append to the same file; a banner tells the runs apart.
-	fmt.Fprintf(logf, "=== localcluster: starting %s at %s ===\n", p.name, time.Now().Format(time.RFC3339Nano))
-
 	var out io.Writer = logf
 	var tee *prefixWriter
 	if c.opts.Tee != nil {
 		tee = newPrefixWriter(c.opts.Tee, &c.teeMu, "["+p.name+"] ")
 		out = io.MultiWriter(logf, tee)
 	}
+	// Restarts append to the same file; a banner tells the runs apart.
+	fmt.Fprintf(out, "=== localcluster: starting %s at %s ===\n", p.name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.CommandContext(c.life, p.binary)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = out, out
@@ -121,14 +120,16 @@ func (c *Cluster) startLocked(p *process) (*run, error) {
 // reap waits for a run to end and reports how it ended.
 func (c *Cluster) reap(p *process, r *run, logf *os.File, tee *prefixWriter) {
 	err := r.cmd.Wait()
+	var out io.Writer = logf
 	if tee != nil {
 		tee.Flush()
+		out = io.MultiWriter(logf, tee)
 	}
 	status := "exit status 0"
 	if err != nil {
 		status = err.Error()
 	}
-	fmt.Fprintf(logf, "=== localcluster: %s (pid %d) ended: %s ===\n", p.name, r.pid(), status)
+	fmt.Fprintf(out, "=== localcluster: %s (pid %d) ended: %s ===\n", p.name, r.pid(), status)
 	logf.Close()
 	r.err = err
 	expected := r.asked.Load() || c.life.Err() != nil
@@ -266,12 +267,13 @@ func (c *Cluster) KillNode(name string) error {
 
 // PauseNode freezes the named process with SIGSTOP: it keeps its port and
 // connections but answers nothing, like a machine stalled in swap or a long
-// GC pause.
+// GC pause. On Linux it returns once the kernel shows the process stopped.
 func (c *Cluster) PauseNode(name string) error {
 	return c.signal(name, sigPause)
 }
 
-// ResumeNode lets a paused process run again (SIGCONT).
+// ResumeNode lets a paused process run again (SIGCONT). On Linux it returns
+// once the process is no longer stopped.
 func (c *Cluster) ResumeNode(name string) error {
 	return c.signal(name, sigResume)
 }
@@ -283,6 +285,9 @@ func (c *Cluster) signal(name string, s signal) error {
 	}
 	if err := signalGroup(r.pid(), s); err != nil {
 		return errs.Wrap(errs.Other, err, "localcluster: signal %s", p.name)
+	}
+	if err := awaitStopState(r.pid(), s == sigPause); err != nil {
+		return errs.Wrap(errs.KindOf(err), err, "localcluster: %s", p.name)
 	}
 	return nil
 }

@@ -27,3 +27,5 @@ func newSysProcAttr() *syscall.SysProcAttr { return nil }
 func signalGroup(int, signal) error { return checkPlatform() }
 
 func processGone(int) bool { return false }
+
+func awaitStopState(int, bool) error { return checkPlatform() }
