@@ -34,8 +34,9 @@ import (
 
 // Limits applied when the database URL does not set its own.
 const (
-	// DefaultConnectTimeout bounds dialling the server (URL: connect_timeout,
-	// in seconds). Short, so a down database fails requests in seconds.
+	// DefaultConnectTimeout bounds opening a connection: dialling and the
+	// startup handshake (URL: connect_timeout, in seconds). Short, so a down
+	// or hung database fails requests in seconds.
 	DefaultConnectTimeout = 5 * time.Second
 	// DefaultMaxConns is the pool size (URL: pool_max_conns).
 	DefaultMaxConns = 10
@@ -69,9 +70,8 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store,
 		return nil, errs.Wrap(errs.Invalid, err, "metadata store: parse the PostgreSQL URL")
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// pgconn bounds the whole connect (dial, TLS, startup) by this.
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
-		dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: 30 * time.Second}
-		cfg.ConnConfig.DialFunc = dialer.DialContext
 	}
 	if !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
@@ -130,9 +130,10 @@ func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pg
 	}
 	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
 	c, err := s.pool.Acquire(actx)
+	timedOut := ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil && actx.Err() != nil {
+		if timedOut {
 			return rules.Unavailable(err, op+": no database connection within "+s.acquireTimeout.String())
 		}
 		return s.fail(ctx, err, op)

@@ -1,0 +1,460 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
+)
+
+// fileColumns are read with COALESCE so that optional text columns, NULL when
+// empty, scan into plain strings.
+const fileColumns = `f.id, f.file_name, f.content_type, f.size_bytes, COALESCE(f.checksum, ''), f.status,
+	COALESCE(f.status_reason, ''), COALESCE(f.primary_node_id, ''), f.replication_factor, f.ring_position,
+	COALESCE(f.idempotency_key, ''), f.created_at, f.updated_at, f.version`
+
+// fileRow receives fileColumns.
+type fileRow struct {
+	f                meta.File
+	status           string
+	created, updated int64
+}
+
+func (r *fileRow) dest() []any {
+	f := &r.f
+	return []any{&f.ID, &f.Name, &f.ContentType, &f.SizeBytes, &f.Checksum, &r.status, &f.StatusReason,
+		&f.PrimaryNodeID, &f.ReplicationFactor, &f.RingPosition, &f.IdempotencyKey, &r.created, &r.updated, &f.Version}
+}
+
+func (r *fileRow) file() meta.File {
+	f := r.f
+	f.Status = meta.FileStatus(r.status)
+	f.CreatedAt, f.UpdatedAt = fromMicros(r.created), fromMicros(r.updated)
+	return f
+}
+
+// getRecord reads a file and its replicas in one statement, so the two are
+// one snapshot. where selects the file by the one argument.
+func (s *Store) getRecord(ctx context.Context, where string, arg any) (meta.FileRecord, bool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+fileColumns+`,
+			r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
+		FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
+		WHERE `+where+`
+		ORDER BY r.node_id`, arg)
+	if err != nil {
+		return meta.FileRecord{}, false, err
+	}
+	defer rows.Close()
+	var rec meta.FileRecord
+	found := false
+	for rows.Next() {
+		var fr fileRow
+		var rID, rCreated, rUpdated, rVersion sql.NullInt64
+		var rNode, rStatus sql.NullString
+		if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+			return meta.FileRecord{}, false, err
+		}
+		rec.File = fr.file()
+		found = true
+		if !rID.Valid {
+			continue
+		}
+		rec.Replicas = append(rec.Replicas, meta.Replica{
+			ID: rID.Int64, FileID: rec.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
+			CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
+		})
+	}
+	return rec, found, rows.Err()
+}
+
+// GetFile returns the file with its replicas ordered by node ID. An ID that
+// is not a canonical UUID names no file.
+func (s *Store) GetFile(ctx context.Context, id string) (meta.FileRecord, error) {
+	if !rules.CanonicalFileID(id) {
+		return meta.FileRecord{}, rules.FileNotFound(id)
+	}
+	rec, found, err := s.getRecord(ctx, `f.id = ?`, id)
+	if err != nil {
+		return meta.FileRecord{}, fail(ctx, err, "get file "+id)
+	}
+	if !found {
+		return meta.FileRecord{}, rules.FileNotFound(id)
+	}
+	return rec, nil
+}
+
+// FileByIdempotencyKey finds the file created with key.
+func (s *Store) FileByIdempotencyKey(ctx context.Context, key string) (meta.FileRecord, error) {
+	if key == "" {
+		return meta.FileRecord{}, errs.E(errs.NotFound, "no file has an empty idempotency key")
+	}
+	rec, found, err := s.getRecord(ctx, `f.idempotency_key = ?`, key)
+	if err != nil {
+		return meta.FileRecord{}, fail(ctx, err, "find file by idempotency key")
+	}
+	if !found {
+		return meta.FileRecord{}, &errs.Error{Kind: errs.NotFound, Code: rules.CodeFileNotFound, Msg: "no file has idempotency key " + key}
+	}
+	return rec, nil
+}
+
+// CreateFile inserts rec and its replicas in one transaction.
+func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
+	if err := rules.CheckFile(rec); err != nil {
+		return err
+	}
+	c := rules.CloneRecord(rec)
+	t := rules.Now()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = t
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = t
+	}
+	c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), rules.Time(c.UpdatedAt)
+	c.Version = 1
+	err := s.writeTx(ctx, "create file "+c.ID, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status,
+				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version)
+			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1)`,
+			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
+			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
+		); err != nil {
+			return err
+		}
+		for i := range c.Replicas {
+			r := &c.Replicas[i]
+			r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
+			if err := insertReplica(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errs.Is(err, errs.Conflict) {
+		return errs.Wrap(errs.Conflict, err, "file %s or its idempotency key already exists", c.ID)
+	}
+	if err != nil {
+		return err
+	}
+	*rec = c
+	return nil
+}
+
+func insertReplica(ctx context.Context, tx *sql.Tx, r *meta.Replica) error {
+	return tx.QueryRowContext(ctx, `INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at, version)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		r.FileID, r.NodeID, string(r.Status), micros(r.CreatedAt), micros(r.UpdatedAt), r.Version,
+	).Scan(&r.ID)
+}
+
+// UpdateFile writes rec's fields (all but ID and CreatedAt) and replaces its
+// replica set, if the stored version is rec.Version.
+func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
+	if err := rules.CheckFile(rec); err != nil {
+		if !rules.CanonicalFileID(rec.ID) {
+			return rules.FileNotFound(rec.ID)
+		}
+		return err
+	}
+	c := rules.CloneRecord(rec)
+	t := rules.Now()
+	err := s.writeTx(ctx, "update file "+c.ID, func(tx *sql.Tx) error {
+		var created int64
+		err := tx.QueryRowContext(ctx, `UPDATE files
+			SET file_name = ?, content_type = ?, size_bytes = ?, checksum = NULLIF(?, ''), status = ?,
+				status_reason = NULLIF(?, ''), primary_node_id = NULLIF(?, ''), replication_factor = ?,
+				ring_position = ?, idempotency_key = NULLIF(?, ''), updated_at = ?, version = version + 1
+			WHERE id = ? AND version = ?
+			RETURNING created_at, version`,
+			c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
+			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ID, c.Version,
+		).Scan(&created, &c.Version)
+		if errors.Is(err, sql.ErrNoRows) {
+			return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = ?)`,
+				c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
+		}
+		if err != nil {
+			return err
+		}
+		c.CreatedAt, c.UpdatedAt = fromMicros(created), t
+		return replaceReplicas(ctx, tx, &c, t)
+	})
+	if err != nil {
+		return err
+	}
+	*rec = c
+	return nil
+}
+
+// replaceReplicas makes the stored replica set of c equal to c.Replicas,
+// inside the write transaction.
+func replaceReplicas(ctx context.Context, tx *sql.Tx, c *meta.FileRecord, t time.Time) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, node_id, status, created_at, updated_at, version
+		FROM file_replicas WHERE file_id = ?`, c.ID)
+	if err != nil {
+		return err
+	}
+	var stored []meta.Replica
+	for rows.Next() {
+		r := meta.Replica{FileID: c.ID}
+		var status string
+		var created, updated int64
+		if err := rows.Scan(&r.ID, &r.NodeID, &status, &created, &updated, &r.Version); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		r.Status = meta.ReplicaStatus(status)
+		r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
+		stored = append(stored, r)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	changed, added, removed := rules.MergeReplicas(stored, c.Replicas)
+	for _, i := range changed {
+		r := &c.Replicas[i]
+		r.UpdatedAt = t
+		if err := tx.QueryRowContext(ctx, `UPDATE file_replicas SET status = ?, updated_at = ?, version = version + 1
+			WHERE id = ? RETURNING version`, string(r.Status), micros(t), r.ID).Scan(&r.Version); err != nil {
+			return err
+		}
+	}
+	for _, i := range added {
+		r := &c.Replicas[i]
+		r.CreatedAt, r.UpdatedAt, r.Version = t, t, 1
+		if err := insertReplica(ctx, tx, r); err != nil {
+			return err
+		}
+	}
+	for _, id := range removed {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM file_replicas WHERE id = ?`, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TouchFile sets the file's UpdatedAt to now without changing its version.
+func (s *Store) TouchFile(ctx context.Context, id string) error {
+	if !rules.CanonicalFileID(id) {
+		return rules.FileNotFound(id)
+	}
+	res, err := s.write.ExecContext(ctx, `UPDATE files SET updated_at = ? WHERE id = ?`, micros(rules.Now()), id)
+	if err != nil {
+		return fail(ctx, err, "touch file "+id)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return fail(ctx, err, "touch file "+id)
+		}
+		return rules.FileNotFound(id)
+	}
+	return nil
+}
+
+// DeleteFile removes the file and, by cascade, its replicas.
+func (s *Store) DeleteFile(ctx context.Context, id string) error {
+	if !rules.CanonicalFileID(id) {
+		return nil
+	}
+	_, err := s.write.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
+	return fail(ctx, err, "delete file "+id)
+}
+
+// placeholders returns "?, ?, …" with n marks, for an IN list.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func stringArgs(ss []string) []any {
+	args := make([]any, len(ss))
+	for i, s := range ss {
+		args[i] = s
+	}
+	return args
+}
+
+// ListFiles returns one page of files, newest first, and how many match.
+func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, int, error) {
+	statuses, err := rules.ListStatuses(q.Statuses)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rules.CheckPage(q); err != nil {
+		return nil, 0, err
+	}
+	in := placeholders(len(statuses))
+	args := stringArgs(statuses)
+	files := []meta.File{}
+	var total int
+	err = s.readTx(ctx, "list files", func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files WHERE status IN (`+in+`)`, args...).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+fileColumns+` FROM files f
+			WHERE f.status IN (`+in+`)
+			ORDER BY f.created_at DESC, f.id DESC
+			LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var fr fileRow
+			if err := rows.Scan(fr.dest()...); err != nil {
+				return err
+			}
+			files = append(files, fr.file())
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return files, total, nil
+}
+
+// collectIDs runs a read query whose one column is a file ID, appending to ids.
+func (s *Store) collectIDs(ctx context.Context, ids []string, query string, args ...any) ([]string, error) {
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// The queries whose plans must use an index (plan_test.go checks them).
+const fileIDsOnNodeSQL = `SELECT DISTINCT file_id FROM file_replicas WHERE node_id = ? ORDER BY file_id`
+
+func fileIDsByStatusSQL(statuses int) string {
+	return `SELECT id FROM files
+		WHERE status IN (` + placeholders(statuses) + `) AND updated_at < ?
+		ORDER BY updated_at, id LIMIT ?`
+}
+
+func fileIDsInRangesSQL(intervals int) string {
+	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", intervals), ", ")
+	return `WITH r(lo, hi) AS (VALUES ` + values + `)
+		SELECT f.id FROM r JOIN files f ON f.ring_position BETWEEN r.lo AND r.hi
+		ORDER BY f.ring_position, f.id`
+}
+
+// FileIDsOnNode lists, in ID order, the files with any replica row on nodeID.
+func (s *Store) FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error) {
+	ids, err := s.collectIDs(ctx, []string{}, fileIDsOnNodeSQL, nodeID)
+	return ids, fail(ctx, err, "list files on node "+nodeID)
+}
+
+// FileIDsByStatus lists up to limit files in statuses last updated before
+// updatedBefore, oldest first.
+func (s *Store) FileIDsByStatus(ctx context.Context, statuses []meta.FileStatus, updatedBefore time.Time, limit int) ([]string, error) {
+	ss, err := rules.StatusStrings(statuses)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 1 {
+		return nil, errs.E(errs.Invalid, "limit %d is below 1", limit)
+	}
+	if len(ss) == 0 {
+		return []string{}, nil
+	}
+	args := append(stringArgs(ss), micros(rules.Time(updatedBefore)), limit)
+	ids, err := s.collectIDs(ctx, []string{}, fileIDsByStatusSQL(len(ss)), args...)
+	return ids, fail(ctx, err, "list files by status")
+}
+
+// rangeBatch is how many intervals one statement carries: two parameters
+// each, far below SQLite's limit on parameters.
+const rangeBatch = 250
+
+// FileIDsInRanges lists, in ring order, the files whose position lies in any
+// of the ranges. The intervals are sorted and disjoint, so batches of them
+// return files in ring order and never the same file twice.
+func (s *Store) FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange) ([]string, error) {
+	iv, err := rules.Intervals(ranges)
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{}
+	for len(iv) > 0 {
+		batch := iv[:min(rangeBatch, len(iv))]
+		iv = iv[len(batch):]
+		args := make([]any, 0, 2*len(batch))
+		for _, x := range batch {
+			args = append(args, x.Lo, x.Hi)
+		}
+		ids, err = s.collectIDs(ctx, ids, fileIDsInRangesSQL(len(batch)), args...)
+		if err != nil {
+			return nil, fail(ctx, err, "list files in ring ranges")
+		}
+	}
+	return ids, nil
+}
+
+// CountFilesByStatus counts files per status; every status is present, zero
+// when no file has it.
+func (s *Store) CountFilesByStatus(ctx context.Context) (map[meta.FileStatus]int, error) {
+	counts := make(map[meta.FileStatus]int)
+	for _, st := range rules.FileStatuses() {
+		counts[st] = 0
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT status, count(*) FROM files GROUP BY status`)
+	if err != nil {
+		return nil, fail(ctx, err, "count files by status")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, fail(ctx, err, "count files by status")
+		}
+		counts[meta.FileStatus(status)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, err, "count files by status")
+	}
+	return counts, nil
+}
+
+// AcquireLease takes the lease when it is free, expired or already owner's,
+// until now plus ttl. The embedded store serves one coordinator, so the
+// process clock is the only clock.
+func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	if err := rules.CheckLease(name, owner, ttl); err != nil {
+		return false, err
+	}
+	now := time.Now()
+	res, err := s.write.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
+		name, owner, micros(now.Add(ttl)), micros(now))
+	if err != nil {
+		return false, fail(ctx, err, "acquire lease "+name)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fail(ctx, err, "acquire lease "+name)
+	}
+	return n == 1, nil
+}
+
+// ReleaseLease drops the lease if owner holds it; otherwise it does nothing.
+func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
+	_, err := s.write.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner)
+	return fail(ctx, err, "release lease "+name)
+}

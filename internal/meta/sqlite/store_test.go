@@ -1,0 +1,246 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+func pragma(t *testing.T, db *sql.DB, name string) string {
+	t.Helper()
+	var v string
+	require.NoError(t, db.QueryRow("PRAGMA "+name).Scan(&v))
+	return v
+}
+
+// TestPragmas checks what durability and concurrency rest on, on the
+// connections the store really uses.
+func TestPragmas(t *testing.T) {
+	s := openTest(t)
+	cases := []struct {
+		db     *sql.DB
+		pragma string
+		want   string
+	}{
+		{s.write, "journal_mode", "wal"},
+		{s.write, "synchronous", "2"}, // FULL
+		{s.write, "foreign_keys", "1"},
+		{s.write, "busy_timeout", "5000"},
+		{s.write, "query_only", "0"},
+		{s.read, "journal_mode", "wal"},
+		{s.read, "synchronous", "2"},
+		{s.read, "foreign_keys", "1"},
+		{s.read, "busy_timeout", "5000"},
+		{s.read, "query_only", "1"},
+	}
+	for _, tc := range cases {
+		pool := "read"
+		if tc.db == s.write {
+			pool = "write"
+		}
+		require.Equal(t, tc.want, pragma(t, tc.db, tc.pragma), "%s pool: PRAGMA %s", pool, tc.pragma)
+	}
+	require.Equal(t, 1, s.write.Stats().MaxOpenConnections, "SQLite has one writer: the write pool has one connection")
+	_, err := s.read.Exec(`DELETE FROM leases`)
+	require.Error(t, err, "the read pool cannot write")
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metadata.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path, nil)
+	require.NoError(t, err)
+	n := &meta.Node{ID: "node-1", Host: "h", Port: 1, Status: meta.NodeHealthy}
+	require.NoError(t, s.CreateNode(ctx, n))
+	rec := &meta.FileRecord{
+		File:     meta.File{ID: uuid.NewString(), Name: "a", Status: meta.FileActive, ReplicationFactor: 1, PrimaryNodeID: "node-1"},
+		Replicas: []meta.Replica{{NodeID: "node-1", Status: meta.ReplicaActive}},
+	}
+	require.NoError(t, s.CreateFile(ctx, rec))
+	require.NoError(t, s.Close())
+
+	s = openAt(t, path)
+	gotNode, err := s.GetNode(ctx, "node-1")
+	require.NoError(t, err)
+	require.Equal(t, *n, gotNode)
+	gotFile, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, *rec, gotFile)
+}
+
+// TestParallelWriters runs 16 writers and 4 readers at once, first on one
+// store and then split over two stores on the same file (two connections
+// that lock each other, as a second process would). No operation may fail
+// with SQLITE_BUSY or anything else, and no write may be lost.
+func TestParallelWriters(t *testing.T) {
+	for _, stores := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d stores", stores), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "metadata.db")
+			ss := make([]*Store, stores)
+			for i := range ss {
+				ss[i] = openAt(t, path)
+			}
+			ctx := context.Background()
+			require.NoError(t, ss[0].CreateNode(ctx, &meta.Node{ID: "node-1", Host: "h", Port: 1, Status: meta.NodeHealthy}))
+
+			const writers, perWriter, readers = 16, 8, 4
+			var failures sync.Map
+			var writersWG, readersWG sync.WaitGroup
+			stop := make(chan struct{})
+			for w := range writers {
+				s := ss[w%stores]
+				writersWG.Go(func() {
+					for i := range perWriter {
+						rec := &meta.FileRecord{
+							File: meta.File{ID: uuid.NewString(), Name: fmt.Sprintf("w%d-%d", w, i), Status: meta.FilePending,
+								ReplicationFactor: 1, RingPosition: int64(w*perWriter + i)},
+							Replicas: []meta.Replica{{NodeID: "node-1", Status: meta.ReplicaPending}},
+						}
+						if err := s.CreateFile(ctx, rec); err != nil {
+							failures.Store(rec.Name+" create", err)
+							continue
+						}
+						if err := s.TouchFile(ctx, rec.ID); err != nil {
+							failures.Store(rec.Name+" touch", err)
+						}
+						rec.Status, rec.Replicas[0].Status = meta.FileActive, meta.ReplicaActive
+						if err := s.UpdateFile(ctx, rec); err != nil {
+							failures.Store(rec.Name+" update", err)
+						}
+					}
+				})
+			}
+			for r := range readers {
+				s := ss[r%stores]
+				readersWG.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if _, _, err := s.ListFiles(ctx, meta.FileQuery{Limit: 50}); err != nil {
+							failures.Store(fmt.Sprintf("reader %d", r), err)
+							return
+						}
+					}
+				})
+			}
+			writersWG.Wait()
+			close(stop)
+			readersWG.Wait()
+			failures.Range(func(op, err any) bool {
+				t.Errorf("%s: %v", op, err)
+				return true
+			})
+			counts, err := ss[0].CountFilesByStatus(ctx)
+			require.NoError(t, err)
+			require.Equal(t, writers*perWriter, counts[meta.FileActive], "every write landed")
+		})
+	}
+}
+
+func TestRefusesUnknownSchema(t *testing.T) {
+	cases := []struct {
+		name, update, want string
+	}{
+		{"newer version", `UPDATE schema_migrations SET version = 999`, "newer than this program knows"},
+		{"dirty", `UPDATE schema_migrations SET dirty = 1`, "dirty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "metadata.db")
+			s := openAt(t, path)
+			_, err := s.write.Exec(tc.update)
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+
+			_, err = Open(context.Background(), path, nil)
+			require.Error(t, err)
+			require.Equal(t, errs.Conflict, errs.KindOf(err))
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestUnopenableFileIsUnavailable(t *testing.T) {
+	_, err := Open(context.Background(), filepath.Join(t.TempDir(), "missing-dir", "metadata.db"), nil)
+	require.Error(t, err)
+	require.Equal(t, errs.Unavailable, errs.KindOf(err), "%v", err)
+	require.Equal(t, "METADATA_UNAVAILABLE", errs.CodeOf(err))
+}
+
+// TestIndexedQueries checks that the queries the failure, repair and join
+// paths run are served by an index, never a scan of all files.
+func TestIndexedQueries(t *testing.T) {
+	s := openTest(t)
+	cases := []struct {
+		name, query, index string
+		args               []any
+	}{
+		{"files on a node", fileIDsOnNodeSQL, "file_replicas_node_status_idx", []any{"node-1"}},
+		{"files by status", fileIDsByStatusSQL(2), "files_status_updated_at_idx", []any{"PENDING", "DEGRADED", 1, 10}},
+		{"files in ranges", fileIDsInRangesSQL(2), "files_ring_position_idx", []any{1, 2, 5, 9}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, err := s.read.Query("EXPLAIN QUERY PLAN "+tc.query, tc.args...)
+			require.NoError(t, err)
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+				plan = append(plan, detail)
+			}
+			require.NoError(t, rows.Err())
+			joined := strings.Join(plan, "\n")
+			require.Contains(t, joined, "USING INDEX "+tc.index)
+			require.NotContains(t, joined, "SCAN f\n")
+			require.NotRegexp(t, `SCAN (files|file_replicas|f)\b`, joined)
+		})
+	}
+}
+
+func TestDeadlineIsUnavailable(t *testing.T) {
+	s := openTest(t)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	err := s.CreateNode(ctx, &meta.Node{ID: "n", Host: "h", Port: 1, Status: meta.NodeHealthy})
+	require.Error(t, err)
+	require.Equal(t, errs.Unavailable, errs.KindOf(err))
+	require.Equal(t, "METADATA_UNAVAILABLE", errs.CodeOf(err))
+}
+
+// BenchmarkParallelCreateFile measures uploads' metadata writes from many
+// goroutines at once, all queued on the one write connection.
+func BenchmarkParallelCreateFile(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	require.NoError(b, s.CreateNode(ctx, &meta.Node{ID: "node-1", Host: "h", Port: 1, Status: meta.NodeHealthy}))
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec := &meta.FileRecord{
+				File:     meta.File{ID: uuid.NewString(), Name: "f", Status: meta.FileActive, ReplicationFactor: 1},
+				Replicas: []meta.Replica{{NodeID: "node-1", Status: meta.ReplicaActive}},
+			}
+			if err := s.CreateFile(ctx, rec); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
