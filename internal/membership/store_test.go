@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -11,11 +12,19 @@ import (
 
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/postgres"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 func TestRegistryOverPostgres(t *testing.T) {
 	s, err := postgres.Open(context.Background(), testenv.NewPostgresDB(t), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	runOverStore(t, s)
+}
+
+func TestRegistryOverSQLite(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	runOverStore(t, s)
