@@ -1,0 +1,48 @@
+// Command storage-node runs one dfs storage node: a blob store on local disk
+// behind an internal HTTP API. Configuration comes from the environment (see
+// storagenode.Config); a bad value stops it at start with a message naming
+// the variable.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/logging"
+	"github.com/dfs-project/dfs/internal/storagenode"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "storage-node:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := storagenode.LoadConfig(&envconf.Loader{})
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	logger, err := logging.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := storagenode.New(cfg, logger, registry)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}

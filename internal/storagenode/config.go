@@ -1,0 +1,134 @@
+package storagenode
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+)
+
+// Config is everything a storage node is told at start. LoadConfig reads it
+// from the environment; the defaults are the ones documented on each field.
+type Config struct {
+	// BindHost is the address the HTTP server listens on (SERVER_HOST; default
+	// "", every interface).
+	BindHost string
+	// Port is the HTTP port (SERVER_PORT; default 9001). 0 picks a free port.
+	Port int
+	// NodeID names the node in the cluster (STORAGE_NODE_ID; default "node-1").
+	NodeID string
+	// DataDir holds the blobs (STORAGE_DATA_DIRECTORY; default data/<node id>,
+	// relative to the working directory).
+	DataDir string
+	// AdvertisedHost and AdvertisedPort are where the coordinator reaches the
+	// node (STORAGE_ADVERTISED_HOST, default "localhost";
+	// STORAGE_ADVERTISED_PORT, default the HTTP port).
+	AdvertisedHost string
+	AdvertisedPort int
+	// CoordinatorURL is the coordinator's base URL the node registers with
+	// (COORDINATOR_URL; default "", no registration).
+	CoordinatorURL string
+	// RegistrationInterval is how often the node re-announces itself
+	// (REGISTRATION_INTERVAL; default 15s).
+	RegistrationInterval time.Duration
+	// ClusterToken, when set, is the bearer token every /internal call must
+	// carry and that registration sends (CLUSTER_TOKEN; default unset).
+	ClusterToken string
+	// CapacityBytes bounds the bytes of blobs stored; writes beyond it answer
+	// 507 as if the disk were full (STORAGE_CAPACITY_BYTES; default 0,
+	// unlimited).
+	CapacityBytes int64
+	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
+	// default info; LOG_FORMAT, default text).
+	LogLevel  string
+	LogFormat string
+	// ShutdownTimeout bounds how long a stopping node waits for requests in
+	// flight (not configurable from the environment; default 10s).
+	ShutdownTimeout time.Duration
+}
+
+// Defaults.
+const (
+	DefaultPort                 = 9001
+	DefaultNodeID               = "node-1"
+	DefaultAdvertisedHost       = "localhost"
+	DefaultRegistrationInterval = 15 * time.Second
+	DefaultShutdownTimeout      = 10 * time.Second
+)
+
+var (
+	nodeIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$`)
+)
+
+// LoadConfig reads the node's configuration from l. Every bad value is
+// reported, each naming its variable.
+func LoadConfig(l *envconf.Loader) (Config, error) {
+	var c Config
+	c.BindHost = l.String("SERVER_HOST", "")
+	c.Port = l.Port("SERVER_PORT", DefaultPort)
+	c.NodeID = l.String("STORAGE_NODE_ID", DefaultNodeID)
+	c.DataDir = l.String("STORAGE_DATA_DIRECTORY", filepath.Join("data", c.NodeID))
+	c.AdvertisedHost = l.String("STORAGE_ADVERTISED_HOST", DefaultAdvertisedHost)
+	c.AdvertisedPort = l.Port("STORAGE_ADVERTISED_PORT", c.Port)
+	c.CoordinatorURL = l.String("COORDINATOR_URL", "")
+	c.RegistrationInterval = l.Duration("REGISTRATION_INTERVAL", DefaultRegistrationInterval)
+	c.ClusterToken = l.String("CLUSTER_TOKEN", "")
+	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
+	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
+	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
+	c.ShutdownTimeout = DefaultShutdownTimeout
+	return c, errors.Join(l.Err(), c.Validate())
+}
+
+// Validate checks the values LoadConfig cannot check alone, naming the
+// variable each comes from.
+func (c Config) Validate() error {
+	var problems []error
+	bad := func(name, value, why string) {
+		problems = append(problems, fmt.Errorf("%s=%q: %s", name, value, why))
+	}
+	if c.BindHost != "" && !validHost(c.BindHost) {
+		bad("SERVER_HOST", c.BindHost, "not a host name or IP address")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		bad("SERVER_PORT", fmt.Sprint(c.Port), "must be between 0 and 65535")
+	}
+	if !nodeIDPattern.MatchString(c.NodeID) {
+		bad("STORAGE_NODE_ID", c.NodeID, "must be 1 to 63 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
+	}
+	if c.DataDir == "" {
+		bad("STORAGE_DATA_DIRECTORY", c.DataDir, "must not be empty")
+	}
+	if !validHost(c.AdvertisedHost) {
+		bad("STORAGE_ADVERTISED_HOST", c.AdvertisedHost, "not a host name or IP address")
+	}
+	if c.AdvertisedPort < 1 || c.AdvertisedPort > 65535 {
+		bad("STORAGE_ADVERTISED_PORT", fmt.Sprint(c.AdvertisedPort), "must be between 1 and 65535")
+	}
+	if c.CoordinatorURL != "" {
+		u, err := url.Parse(c.CoordinatorURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("COORDINATOR_URL", c.CoordinatorURL, "must be an http or https URL such as http://coordinator:8080")
+		}
+	}
+	if c.RegistrationInterval <= 0 {
+		bad("REGISTRATION_INTERVAL", c.RegistrationInterval.String(), "must be positive")
+	}
+	if c.CapacityBytes < 0 {
+		bad("STORAGE_CAPACITY_BYTES", fmt.Sprint(c.CapacityBytes), "must not be negative")
+	}
+	if c.ShutdownTimeout <= 0 {
+		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))
+	}
+	return errors.Join(problems...)
+}
+
+func validHost(h string) bool {
+	return net.ParseIP(h) != nil || hostnamePattern.MatchString(h)
+}

@@ -1,0 +1,124 @@
+package storagenode_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/storagenode"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := storagenode.LoadConfig(envconf.FromMap(nil))
+	require.NoError(t, err)
+	require.Equal(t, storagenode.Config{
+		BindHost:             "",
+		Port:                 9001,
+		NodeID:               "node-1",
+		DataDir:              filepath.Join("data", "node-1"),
+		AdvertisedHost:       "localhost",
+		AdvertisedPort:       9001,
+		CoordinatorURL:       "",
+		RegistrationInterval: 15 * time.Second,
+		ClusterToken:         "",
+		CapacityBytes:        0,
+		LogLevel:             "info",
+		LogFormat:            "text",
+		ShutdownTimeout:      10 * time.Second,
+	}, cfg)
+}
+
+func TestConfigFromEnvironment(t *testing.T) {
+	cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{
+		"SERVER_HOST":             "127.0.0.1",
+		"SERVER_PORT":             "9100",
+		"STORAGE_NODE_ID":         "node-7.rack_2",
+		"STORAGE_DATA_DIRECTORY":  "/var/lib/dfs",
+		"STORAGE_ADVERTISED_HOST": "storage-node-7.storage.svc.cluster.local",
+		"STORAGE_ADVERTISED_PORT": "19100",
+		"COORDINATOR_URL":         "https://coordinator:8080/",
+		"REGISTRATION_INTERVAL":   "2m",
+		"CLUSTER_TOKEN":           "s3cret",
+		"STORAGE_CAPACITY_BYTES":  "10GiB",
+		"LOG_LEVEL":               "DEBUG",
+		"LOG_FORMAT":              "json",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, storagenode.Config{
+		BindHost:             "127.0.0.1",
+		Port:                 9100,
+		NodeID:               "node-7.rack_2",
+		DataDir:              "/var/lib/dfs",
+		AdvertisedHost:       "storage-node-7.storage.svc.cluster.local",
+		AdvertisedPort:       19100,
+		CoordinatorURL:       "https://coordinator:8080/",
+		RegistrationInterval: 2 * time.Minute,
+		ClusterToken:         "s3cret",
+		CapacityBytes:        10 << 30,
+		LogLevel:             "debug",
+		LogFormat:            "json",
+		ShutdownTimeout:      10 * time.Second,
+	}, cfg)
+}
+
+func TestConfigDerivedDefaults(t *testing.T) {
+	cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"SERVER_PORT": "9002", "STORAGE_NODE_ID": "node-2"}))
+	require.NoError(t, err)
+	require.Equal(t, 9002, cfg.AdvertisedPort, "the advertised port defaults to the server port")
+	require.Equal(t, filepath.Join("data", "node-2"), cfg.DataDir, "the data directory defaults to data/<node id>")
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+	}{
+		{"SERVER_HOST", "not a host!"},
+		{"SERVER_PORT", "0"},
+		{"SERVER_PORT", "65536"},
+		{"SERVER_PORT", "http"},
+		{"STORAGE_NODE_ID", "node 1"},
+		{"STORAGE_NODE_ID", "-node"},
+		{"STORAGE_NODE_ID", "../node"},
+		{"STORAGE_NODE_ID", strings.Repeat("n", 64)},
+		{"STORAGE_ADVERTISED_HOST", "http://node-1"},
+		{"STORAGE_ADVERTISED_HOST", "node_1"},
+		{"STORAGE_ADVERTISED_PORT", "-1"},
+		{"COORDINATOR_URL", "coordinator:8080"},
+		{"COORDINATOR_URL", "ftp://coordinator"},
+		{"COORDINATOR_URL", "http://"},
+		{"COORDINATOR_URL", "http://c:8080/?x=1"},
+		{"REGISTRATION_INTERVAL", "15"},
+		{"REGISTRATION_INTERVAL", "-5s"},
+		{"STORAGE_CAPACITY_BYTES", "lots"},
+		{"STORAGE_CAPACITY_BYTES", "-1"},
+		{"LOG_LEVEL", "verbose"},
+		{"LOG_FORMAT", "xml"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			_, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{tc.name: tc.value}))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.name+"=")
+		})
+	}
+}
+
+func TestConfigReportsEveryProblem(t *testing.T) {
+	_, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{
+		"SERVER_PORT": "x", "STORAGE_NODE_ID": "bad id", "COORDINATOR_URL": "nope",
+	}))
+	require.Error(t, err)
+	for _, name := range []string{"SERVER_PORT", "STORAGE_NODE_ID", "COORDINATOR_URL"} {
+		require.Contains(t, err.Error(), name)
+	}
+}
+
+func TestConfigAcceptsIPs(t *testing.T) {
+	for _, host := range []string{"10.0.0.7", "::1", "node-1", "storage-node-1.storage"} {
+		_, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"STORAGE_ADVERTISED_HOST": host, "SERVER_HOST": host}))
+		require.NoError(t, err, host)
+	}
+}

@@ -1,0 +1,140 @@
+package storagenode
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+)
+
+// Outcomes of blob operations, the only values of the outcome labels.
+const (
+	outcomeCreated       = "created"
+	outcomeExists        = "exists"
+	outcomeOK            = "ok"
+	outcomePartial       = "partial"
+	outcomeIntact        = "intact"
+	outcomeCorrupt       = "corrupt"
+	outcomeMismatch      = "checksum_mismatch"
+	outcomeConflict      = "conflict"
+	outcomeNoSpace       = "no_space"
+	outcomeNotFound      = "not_found"
+	outcomeInvalid       = "invalid"
+	outcomeUnsatisfiable = "unsatisfiable"
+	outcomeAborted       = "aborted"
+	outcomeError         = "error"
+)
+
+// metrics are the node's Prometheus series. Stored totals are computed at
+// scrape time from the store's running counts, so they are never stale.
+type metrics struct {
+	writes        *prometheus.CounterVec
+	reads         *prometheus.CounterVec
+	deletes       *prometheus.CounterVec
+	rehashes      *prometheus.CounterVec
+	received      prometheus.Counter
+	sent          prometheus.Counter
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	registrations *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReporter) (*metrics, error) {
+	m := &metrics{
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dfs_node_blob_writes_total", Help: "Blob writes (PUT) by outcome.",
+		}, []string{"outcome"}),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dfs_node_blob_reads_total", Help: "Blob reads (GET) by outcome.",
+		}, []string{"outcome"}),
+		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dfs_node_blob_deletes_total", Help: "Blob deletes by outcome.",
+		}, []string{"outcome"}),
+		rehashes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dfs_node_blob_rehashes_total", Help: "On-demand checksum verifications by outcome.",
+		}, []string{"outcome"}),
+		received: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dfs_node_blob_received_bytes_total", Help: "Bytes of blobs stored by writes.",
+		}),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dfs_node_blob_sent_bytes_total", Help: "Bytes of blobs sent by reads.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dfs_node_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "dfs_node_http_request_duration_seconds", Help: "HTTP request duration by route pattern and method, body transfer included.",
+			// Blob transfers run from milliseconds to minutes.
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"route", "method"}),
+		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dfs_node_registrations_total", Help: "Registration attempts with the coordinator by outcome.",
+		}, []string{"outcome"}),
+	}
+	usage := func(pick func(blob.Usage) int64) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			u, _ := store.Usage(ctx) // counts are valid even when the device cannot be read
+			return float64(pick(u))
+		}
+	}
+	collectors := []prometheus.Collector{
+		m.writes, m.reads, m.deletes, m.rehashes, m.received, m.sent, m.requests, m.duration, m.registrations,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_blobs", Help: "Blobs stored."},
+			usage(func(u blob.Usage) int64 { return u.Blobs })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_stored_bytes", Help: "Bytes of blobs stored."},
+			usage(func(u blob.Usage) int64 { return u.BytesUsed })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_free_bytes", Help: "Bytes the node can still store: free disk space, bounded by the capacity limit."},
+			usage(func(u blob.Usage) int64 { return u.FreeBytes })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_disk_total_bytes", Help: "Size of the file system holding the data directory."},
+			usage(func(u blob.Usage) int64 { return u.TotalBytes })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_capacity_bytes", Help: "Configured limit on stored bytes (0 = unlimited)."},
+			usage(func(u blob.Usage) int64 { return u.CapacityBytes })),
+		prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dfs_node_info", Help: "Always 1; labels identify the node.", ConstLabels: prometheus.Labels{"node_id": nodeID},
+		}),
+	}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "register metrics")
+		}
+	}
+	collectors[len(collectors)-1].(prometheus.Gauge).Set(1)
+	// Every outcome series exists from the start, so rates and alerts do not
+	// depend on the first occurrence.
+	for vec, outcomes := range map[*prometheus.CounterVec][]string{
+		m.writes:        {outcomeCreated, outcomeExists, outcomeMismatch, outcomeConflict, outcomeNoSpace, outcomeInvalid, outcomeError},
+		m.reads:         {outcomeOK, outcomePartial, outcomeNotFound, outcomeUnsatisfiable, outcomeInvalid, outcomeAborted, outcomeError},
+		m.deletes:       {outcomeOK, outcomeInvalid, outcomeError},
+		m.rehashes:      {outcomeIntact, outcomeCorrupt, outcomeNotFound, outcomeInvalid, outcomeError},
+		m.registrations: {outcomeOK, outcomeError},
+	} {
+		for _, o := range outcomes {
+			vec.WithLabelValues(o)
+		}
+	}
+	return m, nil
+}
+
+// outcomeOf names the outcome of a failed blob operation.
+func outcomeOf(err error) string {
+	switch errs.KindOf(err) {
+	case errs.NotFound:
+		return outcomeNotFound
+	case errs.Invalid:
+		return outcomeInvalid
+	case errs.Corrupt:
+		return outcomeMismatch
+	case errs.Conflict:
+		return outcomeConflict
+	case errs.NoSpace:
+		return outcomeNoSpace
+	case errs.Unsatisfiable:
+		return outcomeUnsatisfiable
+	}
+	return outcomeError
+}

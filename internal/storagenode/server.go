@@ -1,0 +1,172 @@
+// Package storagenode is the dfs storage node: a keyed blob store on local
+// disk behind an internal HTTP API, with health endpoints, Prometheus metrics
+// and a loop that registers the node with the coordinator. The node knows
+// nothing of the cluster: no ring, no peers, no replication.
+//
+// The HTTP contract (paths, headers, bodies) is in package wire; the blobs
+// are kept by package blob.
+package storagenode
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
+)
+
+// Server is one storage node.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   blob.Store
+	metrics *metrics
+	reg     *registrar
+	handler http.Handler
+}
+
+// New opens the data directory named by cfg (creating it, cleaning up after
+// a crash and counting its blobs) and builds a node whose metrics go to
+// registry. A nil registry gets a fresh one.
+func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "storage node config")
+	}
+	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{CapacityBytes: cfg.CapacityBytes})
+	if err != nil {
+		return nil, err
+	}
+	rec := d.Recovery()
+	logger.Info("data directory opened", "dir", d.Dir(), "blobs", rec.Blobs, "bytes", rec.Bytes,
+		"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved)
+	s, err := NewWithStore(cfg, d, logger, registry)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewWithStore builds a node over an already open store, which the node
+// closes when it stops. Tests elsewhere use it to serve a blob.Memory whose
+// blobs they can corrupt.
+func NewWithStore(cfg Config, store blob.Store, logger *slog.Logger, registry *prometheus.Registry) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "storage node config")
+	}
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(registry, cfg.NodeID, store)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: logger.With("node_id", cfg.NodeID), store: store, metrics: m}
+	if cfg.CoordinatorURL != "" {
+		s.reg = newRegistrar(cfg, s.log, m.registrations)
+	}
+	s.handler = s.routes(registry)
+	return s, nil
+}
+
+func (s *Server) routes(registry *prometheus.Registry) http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(httpx.NotFoundHandler)
+	r.MethodNotAllowed(httpx.MethodNotAllowedHandler)
+	r.Use(withRequestID, s.observe, s.recoverPanic)
+
+	r.Get(wire.PathLive, s.live)
+	r.Get(wire.PathReady, s.ready)
+	r.Handle(wire.PathMetrics, promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireToken)
+		r.Put(wire.PathBlobs+"/{id}", s.putBlob)
+		r.Get(wire.PathBlobs+"/{id}", s.getBlob)
+		r.Head(wire.PathBlobs+"/{id}", s.headBlob)
+		r.Delete(wire.PathBlobs+"/{id}", s.deleteBlob)
+		r.Get(wire.PathBlobs+"/{id}/checksum", s.rehashBlob)
+		r.Get(wire.PathBlobs, s.listBlobs)
+		r.Get(wire.PathStats, s.stats)
+	})
+	return r
+}
+
+// Handler returns the node's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close closes the store. Run and Serve do it themselves; Close is for
+// callers that use only Handler.
+func (s *Server) Close() error { return s.store.Close() }
+
+// Run listens on the configured address and serves until ctx is cancelled.
+func (s *Server) Run(ctx context.Context) error {
+	addr := net.JoinHostPort(s.cfg.BindHost, strconv.Itoa(s.cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.store.Close()
+		return errs.Wrap(errs.Unavailable, err, "listen on %s", addr)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln and registers with the coordinator until ctx is
+// cancelled, then shuts down in order: stop registering, stop accepting,
+// let requests in flight finish (for at most the shutdown timeout), close
+// the store.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler: s.handler,
+		// No read or write timeout: a blob transfer may rightly take minutes.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.log.Info("storage node serving", "addr", ln.Addr().String(),
+		"advertised", net.JoinHostPort(s.cfg.AdvertisedHost, strconv.Itoa(s.cfg.AdvertisedPort)),
+		"capacity_bytes", s.cfg.CapacityBytes, "auth", s.cfg.ClusterToken != "")
+
+	regCtx, stopRegistering := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if s.reg != nil {
+		wg.Go(func() { s.reg.run(regCtx) })
+	} else {
+		s.log.Info("COORDINATOR_URL is not set: the node will not register with a coordinator")
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	stopRegistering()
+	wg.Wait()
+
+	s.log.Info("storage node stopping", "grace", s.cfg.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("requests still running at the end of the grace period were cut off", "err", err)
+		srv.Close()
+	}
+	closeErr := s.store.Close()
+	s.log.Info("storage node stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return errs.Wrap(errs.Unavailable, serveErr, "serve")
+	}
+	return closeErr
+}

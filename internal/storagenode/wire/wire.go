@@ -1,0 +1,99 @@
+// Package wire is the storage node's HTTP contract: paths, headers and JSON
+// bodies. The node (package storagenode) and its client (package nodeclient)
+// both use it, so the two cannot drift apart; the coordinator's registration
+// endpoint decodes Registration.
+package wire
+
+import "net/url"
+
+// Paths on a storage node.
+const (
+	PathBlobs   = "/internal/blobs"
+	PathStats   = "/internal/stats"
+	PathLive    = "/health/live"
+	PathReady   = "/health/ready"
+	PathMetrics = "/metrics"
+)
+
+// PathRegister is the coordinator's endpoint that nodes announce themselves to.
+const PathRegister = "/api/nodes/register"
+
+// Headers.
+const (
+	// HeaderChecksum carries a blob's SHA-256 in lower-case hex: declared by
+	// the sender of a PUT, and the recorded (sidecar) value on GET and HEAD.
+	HeaderChecksum = "X-Checksum-Sha256"
+	// HeaderBlobSize carries a blob's full size on GET and HEAD, also when the
+	// answer is a range of it.
+	HeaderBlobSize = "X-Blob-Size"
+	// HeaderRequestID correlates a call across coordinator and node logs.
+	HeaderRequestID = "X-Request-Id"
+)
+
+// ContentTypeBlob is the media type of blob bytes.
+const ContentTypeBlob = "application/octet-stream"
+
+// Limits of GET /internal/blobs.
+const (
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
+)
+
+// Health statuses.
+const (
+	StatusUp   = "UP"
+	StatusDown = "DOWN"
+)
+
+// BlobPath is the path of one blob.
+func BlobPath(id string) string { return PathBlobs + "/" + url.PathEscape(id) }
+
+// ChecksumPath is the path that re-hashes one blob.
+func ChecksumPath(id string) string { return BlobPath(id) + "/checksum" }
+
+// BlobInfo describes a stored blob: the answer to PUT and an entry of a list.
+type BlobInfo struct {
+	ID       string `json:"id"`
+	Size     int64  `json:"size"`
+	Checksum string `json:"checksum"`
+}
+
+// ChecksumReport is the answer of GET /internal/blobs/{id}/checksum.
+type ChecksumReport struct {
+	ID             string `json:"id"`
+	Size           int64  `json:"size"`
+	StoredChecksum string `json:"storedChecksum"`
+	ActualChecksum string `json:"actualChecksum"`
+	Intact         bool   `json:"intact"`
+}
+
+// BlobList is the answer of GET /internal/blobs. Next is the cursor for the
+// following page, empty on the last one.
+type BlobList struct {
+	Blobs []BlobInfo `json:"blobs"`
+	Next  string     `json:"next"`
+}
+
+// Stats is the answer of GET /internal/stats. CapacityBytes 0 means no limit
+// is configured; FreeBytes is what the node can still take.
+type Stats struct {
+	NodeID        string `json:"nodeId"`
+	BlobCount     int64  `json:"blobCount"`
+	BytesUsed     int64  `json:"bytesUsed"`
+	FreeBytes     int64  `json:"freeBytes"`
+	TotalBytes    int64  `json:"totalBytes"`
+	CapacityBytes int64  `json:"capacityBytes"`
+}
+
+// Health is the answer of the health endpoints.
+type Health struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Registration is what a node POSTs to the coordinator's PathRegister.
+type Registration struct {
+	NodeID string `json:"nodeId"`
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+}
