@@ -150,9 +150,9 @@ type Registry struct {
 
 	// ring is the published snapshot; readers load it without locking.
 	ring ring.Atomic
-	// addrs maps every known node id to its base URL. The map is immutable
-	// once published; writers replace it.
-	addrs atomic.Pointer[map[string]string]
+	// book maps every known node id to its base URL and status. The map is
+	// immutable once published; writers replace it.
+	book atomic.Pointer[map[string]entry]
 
 	// mu serialises every change of node rows together with the matching ring
 	// publication, so that the ring equals the HEALTHY set whenever mu is
@@ -205,7 +205,7 @@ func New(o Options) (*Registry, error) {
 		r.now = time.Now
 	}
 	r.ring.Store(ring.New(r.vnodes))
-	r.addrs.Store(&map[string]string{})
+	r.book.Store(&map[string]entry{})
 	return r, nil
 }
 
@@ -223,8 +223,8 @@ func (r *Registry) Ring() *ring.Ring { return r.ring.Load() }
 // BaseURL returns "http://host:port" of any known node, including unhealthy
 // and deregistered ones, which may still serve as copy sources.
 func (r *Registry) BaseURL(nodeID string) (string, bool) {
-	u, ok := (*r.addrs.Load())[nodeID]
-	return u, ok
+	e, ok := (*r.book.Load())[nodeID]
+	return e.url, ok
 }
 
 // Node returns one node; an unknown id is NotFound with code NODE_NOT_FOUND.
@@ -253,16 +253,16 @@ func (r *Registry) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	addrs := make(map[string]string, len(nodes))
+	book := make(map[string]entry, len(nodes))
 	healthy := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		addrs[n.ID] = baseURL(n.Host, n.Port)
+		book[n.ID] = entryOf(n)
 		if n.OnRing() {
 			healthy[n.ID] = true
 		}
 	}
-	if !maps.Equal(addrs, *r.addrs.Load()) {
-		r.addrs.Store(&addrs)
+	if !maps.Equal(book, *r.book.Load()) {
+		r.book.Store(&book)
 	}
 	cur := r.ring.Load()
 	var gone []string
@@ -295,16 +295,30 @@ func (r *Registry) publish(n meta.Node) *ring.Ring {
 	return next
 }
 
-// setAddr records n's base URL. Callers hold mu.
+// entry is what the registry serves about a node without a store round trip.
+type entry struct {
+	url    string
+	status meta.NodeStatus
+}
+
+func entryOf(n meta.Node) entry { return entry{url: baseURL(n.Host, n.Port), status: n.Status} }
+
+// Status reports a known node's last recorded status without blocking.
+func (r *Registry) Status(nodeID string) (meta.NodeStatus, bool) {
+	e, ok := (*r.book.Load())[nodeID]
+	return e.status, ok
+}
+
+// setAddr records n's base URL and status. Callers hold mu.
 func (r *Registry) setAddr(n meta.Node) {
-	u := baseURL(n.Host, n.Port)
-	cur := *r.addrs.Load()
-	if old, ok := cur[n.ID]; ok && old == u {
+	e := entryOf(n)
+	cur := *r.book.Load()
+	if old, ok := cur[n.ID]; ok && old == e {
 		return
 	}
 	next := maps.Clone(cur)
-	next[n.ID] = u
-	r.addrs.Store(&next)
+	next[n.ID] = e
+	r.book.Store(&next)
 }
 
 // emit delivers an event. Callers hold mu, which keeps events in order.

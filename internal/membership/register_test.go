@@ -283,3 +283,38 @@ func TestRegisterWhenAnotherCoordinatorCreatesTheNodeFirst(t *testing.T) {
 	require.Equal(t, theirs, got)
 	require.Equal(t, theirs, h.node(t, "node-1"))
 }
+
+func TestStatusFollowsEveryTransition(t *testing.T) {
+	h := newHarness(t, nil)
+	_, ok := h.reg.Status("node-1")
+	require.False(t, ok, "unknown node")
+
+	h.register(t, "node-1", 9001)
+	st, ok := h.reg.Status("node-1")
+	require.True(t, ok)
+	require.Equal(t, meta.NodeUnhealthy, st)
+
+	h.sweep(t)
+	h.sweep(t)
+	st, _ = h.reg.Status("node-1")
+	require.Equal(t, meta.NodeHealthy, st)
+
+	h.prober.set(url(9001), fmt.Errorf("down"))
+	h.sweep(t)
+	h.sweep(t)
+	st, _ = h.reg.Status("node-1")
+	require.Equal(t, meta.NodeUnhealthy, st)
+
+	_, err := h.reg.Deregister(context.Background(), "node-1")
+	require.NoError(t, err)
+	st, _ = h.reg.Status("node-1")
+	require.Equal(t, meta.NodeDeregistered, st)
+
+	// A second registry loading the same store sees the same statuses.
+	other, err := New(Options{Store: h.store, Prober: h.prober})
+	require.NoError(t, err)
+	require.NoError(t, other.Load(context.Background()))
+	st, ok = other.Status("node-1")
+	require.True(t, ok)
+	require.Equal(t, meta.NodeDeregistered, st)
+}
