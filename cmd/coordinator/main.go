@@ -1,0 +1,46 @@
+// Command coordinator runs the dfs coordinator: the REST API, the ring, the
+// metadata store, the failure detector, the reconciler and the repair loop.
+// Configuration comes from the environment (see README.md).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/dfs-project/dfs/internal/coordinator"
+	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/logging"
+)
+
+func main() {
+	cfg, err := coordinator.LoadConfig(&envconf.Loader{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "coordinator: bad configuration:\n%v\n", err)
+		os.Exit(2)
+	}
+	log, err := logging.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "coordinator: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	app, err := coordinator.New(ctx, cfg, log, reg)
+	if err != nil {
+		log.Error("coordinator failed to start", "err", err)
+		os.Exit(1)
+	}
+	if err := app.Run(ctx); err != nil {
+		log.Error("coordinator stopped with an error", "err", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,182 @@
+// Package api is the coordinator's REST API: routing, request decoding,
+// response encoding and the edge middleware (request ids, access logs,
+// internal-call authentication). It holds no cluster logic; every handler
+// delegates to a service and turns its error into the one error shape
+// through httpx.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/membership"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/rebalance"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// Files is the file service as the API uses it.
+type Files interface {
+	Upload(ctx context.Context, req files.UploadRequest) (files.UploadResult, error)
+	Open(ctx context.Context, id, rangeHeader string) (*files.Download, error)
+	Metadata(ctx context.Context, id string) (meta.FileRecord, error)
+	List(ctx context.Context, statuses []meta.FileStatus, page, size int) ([]meta.File, int, error)
+	Delete(ctx context.Context, id string) (files.DeleteResult, error)
+	Verify(ctx context.Context, id string) (files.VerifyResult, error)
+}
+
+// Members is membership as the API uses it.
+type Members interface {
+	Ring() *ring.Ring
+	Register(ctx context.Context, nodeID, host string, port int) (meta.Node, error)
+	Node(ctx context.Context, id string) (meta.Node, error)
+	Nodes(ctx context.Context) ([]meta.Node, error)
+	Deregister(ctx context.Context, id string) (meta.Node, error)
+	Rejoin(ctx context.Context, id string) (meta.Node, error)
+	Sweep(ctx context.Context) ([]membership.NodeHealth, error)
+}
+
+// Rebalancer runs rebalances and drains.
+type Rebalancer interface {
+	Run(ctx context.Context, trigger rebalance.Trigger, node string) (rebalance.Report, error)
+	Drain(ctx context.Context, node string) (rebalance.DrainReport, error)
+	DrainProgress(ctx context.Context, node string) (rebalance.DrainReport, error)
+}
+
+// Health reports the cluster's health.
+type Health interface {
+	Cluster(ctx context.Context) HealthReport
+	Ready(ctx context.Context) error
+}
+
+// Options wires the API to its services.
+type Options struct {
+	Files      Files
+	Members    Members
+	Rebalancer Rebalancer
+	Health     Health
+	Logger     *slog.Logger
+	// Token, when set, must accompany node-facing calls (registration).
+	Token string
+	// MaxFileSize bounds an upload's file part; the whole body may exceed it
+	// by the multipart framing allowance.
+	MaxFileSize int64
+	// Metrics serves /metrics; nil leaves the route out.
+	Metrics http.Handler
+	// Observe wraps every request, for metrics; nil means none.
+	Observe func(route, method string, status int, seconds float64)
+}
+
+type server struct{ Options }
+
+// New returns the coordinator's HTTP handler.
+func New(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{o}
+	r := chi.NewRouter()
+	r.NotFound(httpx.NotFoundHandler)
+	r.MethodNotAllowed(httpx.MethodNotAllowedHandler)
+	r.Use(httpx.RequestID, httpx.AccessLog(o.Logger, o.Observe), httpx.Recover(o.Logger))
+
+	r.Get("/health/live", func(w http.ResponseWriter, _ *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "UP"})
+	})
+	r.Get("/health/ready", s.ready)
+	if o.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", o.Metrics)
+	}
+
+	r.Route("/api", func(r chi.Router) {
+		r.Post("/files", s.upload)
+		r.Get("/files", s.listFiles)
+		r.Get("/files/{fileId}", s.download)
+		r.Get("/files/{fileId}/metadata", s.metadata)
+		r.Delete("/files/{fileId}", s.deleteFile)
+		r.Post("/files/{fileId}/verify", s.verify)
+
+		r.With(s.requireToken).Post("/nodes/register", s.register)
+		r.Get("/nodes", s.listNodes)
+		r.Get("/nodes/ring", s.ringInfo)
+		r.Get("/nodes/{nodeId}", s.getNode)
+		r.Delete("/nodes/{nodeId}", s.deregister)
+		r.Post("/nodes/{nodeId}/rejoin", s.rejoin)
+
+		r.Get("/health", s.clusterHealth)
+		r.Post("/admin/rebalance", s.rebalance)
+		r.Post("/admin/health-check", s.healthCheck)
+	})
+	return r
+}
+
+// requireToken enforces CLUSTER_TOKEN as a bearer token.
+func (s *server) requireToken(next http.Handler) http.Handler {
+	if s.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			httpx.WriteError(w, r, errs.E(errs.Unauthorized, "missing or wrong cluster token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) ready(w http.ResponseWriter, r *http.Request) {
+	if err := s.Health.Ready(r.Context()); err != nil {
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "DOWN", "reason": err.Error()})
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "UP"})
+}
+
+// decodeJSON reads a small JSON body into v.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	if err := dec.Decode(v); err != nil {
+		return errs.Wrap(errs.Invalid, err, "malformed JSON body")
+	}
+	return nil
+}
+
+// asKind gives reader errors of the request body a kind: an oversized body is
+// TooLarge, anything else while reading the client's bytes is Invalid.
+type kindReader struct{ r io.Reader }
+
+func (k kindReader) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	if err != nil && err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return n, errs.Wrap(errs.TooLarge, err, "request body exceeds the limit")
+		}
+		if errs.KindOf(err) == errs.Other {
+			return n, errs.Wrap(errs.Invalid, err, "read request body")
+		}
+	}
+	return n, err
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+// multipartAllowance is how far an upload body may exceed MaxFileSize for its
+// multipart framing (boundaries, part headers, small extra fields).
+const multipartAllowance = 1 << 20
+
+func (s *server) upload(w http.ResponseWriter, r *http.Request) {
+	limit := s.MaxFileSize + multipartAllowance
+	if r.ContentLength > limit {
+		// Refuse before reading: the declared length alone is too large.
+		httpx.WriteError(w, r, errs.E(errs.TooLarge, "request of %d bytes exceeds the maximum file size of %d bytes", r.ContentLength, s.MaxFileSize))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		httpx.WriteError(w, r, errs.Wrap(errs.Invalid, err, "expected a multipart/form-data body with a 'file' part"))
+		return
+	}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			httpx.WriteError(w, r, errs.E(errs.Invalid, "the multipart body has no 'file' part"))
+			return
+		}
+		if err != nil {
+			httpx.WriteError(w, r, kindOfBodyError(err, "malformed multipart body"))
+			return
+		}
+		if part.FormName() != "file" {
+			part.Close()
+			continue
+		}
+		res, err := s.Files.Upload(r.Context(), files.UploadRequest{
+			FileName:       part.FileName(),
+			ContentType:    part.Header.Get("Content-Type"),
+			Body:           kindReader{part},
+			IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		})
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		if res.Replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		w.Header().Set("Location", "/api/files/"+res.FileID)
+		httpx.WriteJSON(w, http.StatusCreated, res)
+		return
+	}
+}
+
+func kindOfBodyError(err error, msg string) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errs.Wrap(errs.TooLarge, err, "request body exceeds the limit")
+	}
+	return errs.Wrap(errs.Invalid, err, "%s", msg)
+}
+
+func (s *server) download(w http.ResponseWriter, r *http.Request) {
+	d, err := s.Files.Open(r.Context(), chi.URLParam(r, "fileId"), r.Header.Get("Range"))
+	if err != nil {
+		if errs.Is(err, errs.Unsatisfiable) {
+			if rec, merr := s.Files.Metadata(r.Context(), chi.URLParam(r, "fileId")); merr == nil {
+				w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rec.SizeBytes))
+			}
+		}
+		httpx.WriteError(w, r, err)
+		return
+	}
+	defer d.Body.Close()
+	h := w.Header()
+	h.Set("Content-Type", d.File.ContentType)
+	h.Set("Content-Length", strconv.FormatInt(d.Length(), 10))
+	h.Set("Content-Disposition", contentDisposition(d.File.Name))
+	h.Set("ETag", `"`+d.File.Checksum+`"`)
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Last-Modified", d.File.CreatedAt.UTC().Format(http.TimeFormat))
+	h.Set("X-Served-By-Node", d.ServedBy)
+	h.Set("X-Checksum-Sha256", d.File.Checksum)
+	status := http.StatusOK
+	if d.Range != nil {
+		status = http.StatusPartialContent
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", d.Range.Start, d.Range.Start+d.Range.Length-1, d.File.SizeBytes))
+	}
+	w.WriteHeader(status)
+	n, err := copyBody(w, d.Body)
+	if err != nil {
+		// Headers are gone; the only honest signal left is a broken transfer.
+		s.Logger.Error("download aborted", "file", d.File.ID, "node", d.ServedBy, "sent", n, "err", err,
+			"requestId", httpx.RequestIDFrom(r.Context()))
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// contentDisposition names the file for a download; FormatMediaType quotes or
+// RFC 2231-encodes the name, and a name it cannot express is left out.
+func contentDisposition(name string) string {
+	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" {
+		return v
+	}
+	return "attachment"
+}
+
+func copyBody(w io.Writer, r io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	return io.CopyBuffer(w, r, buf)
+}
+
+// fileJSON is a file's metadata as the API shows it.
+type fileJSON struct {
+	FileID            string          `json:"fileId"`
+	FileName          string          `json:"fileName"`
+	ContentType       string          `json:"contentType"`
+	SizeBytes         int64           `json:"sizeBytes"`
+	Checksum          string          `json:"checksum"`
+	Status            meta.FileStatus `json:"status"`
+	Reason            string          `json:"reason,omitempty"`
+	PrimaryNode       string          `json:"primaryNode"`
+	ReplicationFactor int             `json:"replicationFactor"`
+	RingPosition      int64           `json:"ringPosition"`
+	CreatedAt         time.Time       `json:"createdAt"`
+	UpdatedAt         time.Time       `json:"updatedAt"`
+	Replicas          []replicaJSON   `json:"replicas,omitempty"`
+}
+
+type replicaJSON struct {
+	NodeID    string             `json:"nodeId"`
+	Status    meta.ReplicaStatus `json:"status"`
+	Primary   bool               `json:"primary"`
+	CreatedAt time.Time          `json:"createdAt"`
+	UpdatedAt time.Time          `json:"updatedAt"`
+}
+
+func toFileJSON(f meta.File) fileJSON {
+	return fileJSON{
+		FileID: f.ID, FileName: f.Name, ContentType: f.ContentType, SizeBytes: f.SizeBytes,
+		Checksum: f.Checksum, Status: f.Status, Reason: f.StatusReason, PrimaryNode: f.PrimaryNodeID,
+		ReplicationFactor: f.ReplicationFactor, RingPosition: f.RingPosition,
+		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
+	}
+}
+
+func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.Files.Metadata(r.Context(), chi.URLParam(r, "fileId"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := toFileJSON(rec.File)
+	out.Replicas = []replicaJSON{}
+	for _, c := range rec.Replicas {
+		out.Replicas = append(out.Replicas, replicaJSON{
+			NodeID: c.NodeID, Status: c.Status, Primary: c.NodeID == rec.PrimaryNodeID,
+			CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+var fileStatuses = map[string]meta.FileStatus{}
+
+func init() {
+	for _, st := range []meta.FileStatus{meta.FilePending, meta.FileActive, meta.FileDegraded,
+		meta.FileRebalancing, meta.FileFailed, meta.FileDeleted} {
+		fileStatuses[string(st)] = st
+	}
+}
+
+func (s *server) listFiles(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, err := intParam(q.Get("page"), 0, "page")
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	size, err := intParam(q.Get("size"), 20, "size")
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var statuses []meta.FileStatus
+	for _, v := range splitList(q.Get("status")) {
+		st, ok := fileStatuses[v]
+		if !ok {
+			httpx.WriteError(w, r, errs.E(errs.Invalid, "unknown status %q (use PENDING, ACTIVE, DEGRADED, REBALANCING, FAILED or DELETED)", v))
+			return
+		}
+		statuses = append(statuses, st)
+	}
+	items, total, err := s.Files.List(r.Context(), statuses, page, size)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := make([]fileJSON, 0, len(items))
+	for _, f := range items {
+		out = append(out, toFileJSON(f))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"items": out, "page": page, "size": size, "total": total})
+}
+
+func intParam(v string, def int, name string) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errs.E(errs.Invalid, "%s must be an integer", name)
+	}
+	return n, nil
+}
+
+func (s *server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	res, err := s.Files.Delete(r.Context(), chi.URLParam(r, "fileId"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	if res.Complete {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, res)
+}
+
+func (s *server) verify(w http.ResponseWriter, r *http.Request) {
+	res, err := s.Files.Verify(r.Context(), chi.URLParam(r, "fileId"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,186 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/rebalance"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// nodeJSON is a storage node as the API shows it.
+type nodeJSON struct {
+	NodeID               string          `json:"nodeId"`
+	Host                 string          `json:"host"`
+	Port                 int             `json:"port"`
+	Status               meta.NodeStatus `json:"status"`
+	OnRing               bool            `json:"onRing"`
+	KeyspaceSharePercent float64         `json:"keyspaceSharePercent"`
+	RegisteredAt         time.Time       `json:"registeredAt"`
+	LastCheckAt          *time.Time      `json:"lastCheckAt"`
+	LastHealthyAt        *time.Time      `json:"lastHealthyAt"`
+	ConsecutiveFailures  int             `json:"consecutiveFailures"`
+	ConsecutiveSuccesses int             `json:"consecutiveSuccesses"`
+}
+
+func toNodeJSON(n meta.Node, shares map[string]float64) nodeJSON {
+	return nodeJSON{
+		NodeID: n.ID, Host: n.Host, Port: n.Port, Status: n.Status, OnRing: n.OnRing(),
+		KeyspaceSharePercent: round2(shares[n.ID]), RegisteredAt: n.RegisteredAt,
+		LastCheckAt: n.LastCheckAt, LastHealthyAt: n.LastHealthyAt,
+		ConsecutiveFailures: n.ConsecutiveFailures, ConsecutiveSuccesses: n.ConsecutiveSuccesses,
+	}
+}
+
+func round2(v float64) float64 {
+	return float64(int64(v*100+0.5)) / 100
+}
+
+type registerRequest struct {
+	NodeID string `json:"nodeId"`
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+}
+
+func (s *server) register(w http.ResponseWriter, r *http.Request) {
+	var req registerRequest
+	if err := decodeJSON(r, &req); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	n, err := s.Members.Register(r.Context(), req.NodeID, req.Host, req.Port)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, s.Members.Ring().Shares()))
+}
+
+func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
+	nodes, err := s.Members.Nodes(r.Context())
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	shares := s.Members.Ring().Shares()
+	out := make([]nodeJSON, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, toNodeJSON(n, shares))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
+	n, err := s.Members.Node(r.Context(), chi.URLParam(r, "nodeId"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, s.Members.Ring().Shares()))
+}
+
+type ringJSON struct {
+	PhysicalNodes       int             `json:"physicalNodes"`
+	VirtualNodesPerNode int             `json:"virtualNodesPerNode"`
+	TotalRingPositions  int             `json:"totalRingPositions"`
+	Nodes               []ringShareJSON `json:"nodes"`
+}
+
+type ringShareJSON struct {
+	NodeID               string  `json:"nodeId"`
+	KeyspaceSharePercent float64 `json:"keyspaceSharePercent"`
+}
+
+func ringInfo(rg *ring.Ring) ringJSON {
+	out := ringJSON{PhysicalNodes: len(rg.Nodes()), VirtualNodesPerNode: rg.VNodes(), TotalRingPositions: rg.Len(), Nodes: []ringShareJSON{}}
+	for id, share := range rg.Shares() {
+		out.Nodes = append(out.Nodes, ringShareJSON{NodeID: id, KeyspaceSharePercent: round2(share)})
+	}
+	slices.SortFunc(out.Nodes, func(a, b ringShareJSON) int {
+		return cmp.Or(cmp.Compare(b.KeyspaceSharePercent, a.KeyspaceSharePercent), cmp.Compare(a.NodeID, b.NodeID))
+	})
+	return out
+}
+
+func (s *server) ringInfo(w http.ResponseWriter, r *http.Request) {
+	httpx.WriteJSON(w, http.StatusOK, ringInfo(s.Members.Ring()))
+}
+
+type deregisterJSON struct {
+	Node  nodeJSON              `json:"node"`
+	Drain rebalance.DrainReport `json:"drain"`
+}
+
+func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "nodeId")
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "true" && wait != "false" {
+		httpx.WriteError(w, r, errs.E(errs.Invalid, "wait must be true or false"))
+		return
+	}
+	n, err := s.Members.Deregister(r.Context(), id)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var rep rebalance.DrainReport
+	status := http.StatusAccepted
+	if wait == "true" {
+		rep, err = s.Rebalancer.Drain(r.Context(), id)
+		if err == nil && rep.Complete {
+			status = http.StatusOK
+		}
+	} else {
+		rep, err = s.Rebalancer.DrainProgress(r.Context(), id)
+	}
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, status, deregisterJSON{Node: toNodeJSON(n, s.Members.Ring().Shares()), Drain: rep})
+}
+
+func (s *server) rejoin(w http.ResponseWriter, r *http.Request) {
+	n, err := s.Members.Rejoin(r.Context(), chi.URLParam(r, "nodeId"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, s.Members.Ring().Shares()))
+}
+
+func (s *server) clusterHealth(w http.ResponseWriter, r *http.Request) {
+	rep := s.Health.Cluster(r.Context())
+	status := http.StatusOK
+	if rep.Status == HealthDown {
+		status = http.StatusServiceUnavailable
+	}
+	httpx.WriteJSON(w, status, rep)
+}
+
+func (s *server) rebalance(w http.ResponseWriter, r *http.Request) {
+	// A manual rebalance belongs to the cluster, not to the client's connection.
+	rep, err := s.Rebalancer.Run(context.WithoutCancel(r.Context()), rebalance.Manual, "")
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, rep)
+}
+
+func (s *server) healthCheck(w http.ResponseWriter, r *http.Request) {
+	nodes, err := s.Members.Sweep(r.Context())
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"checkedAt": time.Now().UTC(), "nodes": nodes})
+}

@@ -1,0 +1,99 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+)
+
+// Config is every setting of the coordinator. LoadConfig documents the
+// environment variable and the default of each field.
+type Config struct {
+	Host                        string        // SERVER_HOST: bind address ("" = all interfaces)
+	Port                        int           // SERVER_PORT
+	DataDir                     string        // DATA_DIRECTORY: embedded metadata store and upload spool
+	DatabaseURL                 string        // DATABASE_URL: PostgreSQL; empty = embedded store
+	RedisURL                    string        // REDIS_URL: empty = no Redis
+	ReplicationFactor           int           // REPLICATION_FACTOR
+	VirtualNodes                int           // VIRTUAL_NODES
+	MaxFileSize                 int64         // MAX_FILE_SIZE
+	HealthCheckInterval         time.Duration // HEALTH_CHECK_INTERVAL
+	HealthProbeTimeout          time.Duration // HEALTH_PROBE_TIMEOUT
+	HealthFailureThreshold      int           // HEALTH_FAILURE_THRESHOLD
+	HealthSuccessThreshold      int           // HEALTH_SUCCESS_THRESHOLD
+	RebalanceOnMembershipChange bool          // REBALANCE_ON_MEMBERSHIP_CHANGE
+	RepairInterval              time.Duration // REPAIR_INTERVAL
+	VerifyChecksumOnDownload    bool          // VERIFY_CHECKSUM_ON_DOWNLOAD
+	DownloadBufferSize          int64         // DOWNLOAD_BUFFER_SIZE: files up to this size are verified before the first byte is sent
+	CacheEnabled                bool          // CACHE_ENABLED
+	CacheMetadataTTL            time.Duration // CACHE_METADATA_TTL
+	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
+	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
+	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
+	ClusterToken                string        // CLUSTER_TOKEN: empty = no internal auth
+	LogLevel                    string        // LOG_LEVEL
+	LogFormat                   string        // LOG_FORMAT
+}
+
+// Addr is the listen address.
+func (c Config) Addr() string { return fmt.Sprintf("%s:%d", c.Host, c.Port) }
+
+// LoadConfig reads the configuration from l, reporting every bad value at once.
+func LoadConfig(l *envconf.Loader) (Config, error) {
+	c := Config{
+		Host:                        l.String("SERVER_HOST", ""),
+		Port:                        l.Port("SERVER_PORT", 8080),
+		DataDir:                     l.String("DATA_DIRECTORY", "./data/coordinator"),
+		DatabaseURL:                 l.String("DATABASE_URL", ""),
+		RedisURL:                    l.String("REDIS_URL", ""),
+		ReplicationFactor:           l.Int("REPLICATION_FACTOR", 3, 1, 16),
+		VirtualNodes:                l.Int("VIRTUAL_NODES", 100, 1, 10000),
+		MaxFileSize:                 l.Size("MAX_FILE_SIZE", 512<<20),
+		HealthCheckInterval:         l.Duration("HEALTH_CHECK_INTERVAL", 10*time.Second),
+		HealthFailureThreshold:      l.Int("HEALTH_FAILURE_THRESHOLD", 2, 1, 1000),
+		HealthSuccessThreshold:      l.Int("HEALTH_SUCCESS_THRESHOLD", 2, 1, 1000),
+		RebalanceOnMembershipChange: l.Bool("REBALANCE_ON_MEMBERSHIP_CHANGE", true),
+		RepairInterval:              l.Duration("REPAIR_INTERVAL", 60*time.Second),
+		VerifyChecksumOnDownload:    l.Bool("VERIFY_CHECKSUM_ON_DOWNLOAD", true),
+		DownloadBufferSize:          l.Size("DOWNLOAD_BUFFER_SIZE", 1<<20),
+		CacheEnabled:                l.Bool("CACHE_ENABLED", true),
+		CacheMetadataTTL:            l.Duration("CACHE_METADATA_TTL", 2*time.Minute),
+		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
+		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
+		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),
+		ClusterToken:                l.String("CLUSTER_TOKEN", ""),
+		LogLevel:                    l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		LogFormat:                   l.OneOf("LOG_FORMAT", "text", "text", "json"),
+	}
+	// The probe timeout defaults to a fraction of the interval so a sweep ends
+	// before the next one starts.
+	c.HealthProbeTimeout = l.Duration("HEALTH_PROBE_TIMEOUT", min(2*time.Second, c.HealthCheckInterval/2))
+	var problems []error
+	if err := l.Err(); err != nil {
+		problems = append(problems, err)
+	}
+	if c.MaxFileSize <= 0 {
+		problems = append(problems, fmt.Errorf("MAX_FILE_SIZE=%d: must be positive", c.MaxFileSize))
+	}
+	if c.DownloadBufferSize > 64<<20 {
+		problems = append(problems, fmt.Errorf("DOWNLOAD_BUFFER_SIZE=%d: at most 64MiB (it is held in memory per download)", c.DownloadBufferSize))
+	}
+	if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			problems = append(problems, fmt.Errorf("DATABASE_URL: must be a postgres:// or postgresql:// URL"))
+		}
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			problems = append(problems, fmt.Errorf("REDIS_URL: must be a redis:// or rediss:// URL"))
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		problems = append(problems, errors.New("DATA_DIRECTORY: must not be empty"))
+	}
+	return c, errors.Join(problems...)
+}

@@ -1,0 +1,154 @@
+package coordinator
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/rebalance"
+	"github.com/dfs-project/dfs/internal/reconcile"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// repairBatch bounds the files one repair pass takes per status group.
+const repairBatch = 10000
+
+// repairLoop is the self-healing pass: it re-runs the reconciler over files
+// that are not where they should be, and settles uploads abandoned by a
+// crashed coordinator.
+type repairLoop struct {
+	store      meta.Store
+	rebalancer *rebalance.Rebalancer
+	reconciler *reconcile.Reconciler
+	nodes      interface {
+		Head(ctx context.Context, base, id string) (blob.Info, error)
+	}
+	cluster interface {
+		Ring() *ring.Ring
+		BaseURL(nodeID string) (string, bool)
+	}
+	interval       time.Duration
+	pendingTimeout time.Duration
+	log            *slog.Logger
+	now            func() time.Time
+}
+
+func (l *repairLoop) run(ctx context.Context) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := l.pass(ctx); err != nil && ctx.Err() == nil {
+				l.log.Error("repair pass failed", "err", err)
+			}
+		}
+	}
+}
+
+func (l *repairLoop) clock() time.Time {
+	if l.now != nil {
+		return l.now()
+	}
+	return time.Now()
+}
+
+// pass runs one repair. It does nothing while no node is on the ring: there
+// is nowhere to repair to, and marking every copy FAILED would help nobody.
+func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
+	if l.cluster.Ring().Len() == 0 {
+		l.log.Debug("repair skipped: no storage node is on the ring")
+		return rebalance.Report{Trigger: rebalance.Repair}, nil
+	}
+	now := l.clock()
+	ids, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDegraded, meta.FileFailed, meta.FileDeleted}, now, repairBatch)
+	if err != nil {
+		return rebalance.Report{}, err
+	}
+	// A file REBALANCING for longer than one interval was left so by a run
+	// that died; a younger one may be moving right now.
+	stuck, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileRebalancing}, now.Add(-l.interval), repairBatch)
+	if err != nil {
+		return rebalance.Report{}, err
+	}
+	abandoned, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FilePending}, now.Add(-l.pendingTimeout), repairBatch)
+	if err != nil {
+		return rebalance.Report{}, err
+	}
+	for _, id := range abandoned {
+		if err := l.settlePending(ctx, id); err != nil {
+			l.log.Warn("could not settle an abandoned upload", "file", id, "err", err)
+		}
+	}
+	ids = append(append(ids, stuck...), abandoned...)
+	if len(ids) == 0 {
+		return rebalance.Report{Trigger: rebalance.Repair}, nil
+	}
+	start := time.Now()
+	rep := l.rebalancer.RunFiles(ctx, rebalance.Repair, "", ids)
+	rep.DurationMs = time.Since(start).Milliseconds()
+	l.log.Info("repair pass completed", "scanned", rep.FilesScanned, "affected", rep.FilesAffected,
+		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved, "failures", rep.Failures,
+		"unrecoverable", len(rep.UnrecoverableFiles), "abandonedUploads", len(abandoned), "durationMs", rep.DurationMs)
+	return rep, nil
+}
+
+// settlePending resolves an upload whose coordinator stopped touching it:
+// the planned nodes are asked what they hold; copies found are adopted and
+// the file becomes an ordinary one (the reconciler then completes it), and a
+// file with no copy anywhere is discarded. While a planned node cannot be
+// asked, a file with no copy found is left for a later pass, since
+// discarding it could orphan a copy on that node.
+func (l *repairLoop) settlePending(ctx context.Context, id string) error {
+	rec, err := l.store.GetFile(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Status != meta.FilePending || l.clock().Sub(rec.UpdatedAt) < l.pendingTimeout {
+		return nil
+	}
+	found, unknown := 0, 0
+	for i, c := range rec.Replicas {
+		base, ok := l.cluster.BaseURL(c.NodeID)
+		if !ok {
+			unknown++
+			rec.Replicas[i].Status = meta.ReplicaFailed
+			continue
+		}
+		info, err := l.nodes.Head(ctx, base, id)
+		switch {
+		case err == nil && info.Checksum == rec.Checksum && info.Size == rec.SizeBytes:
+			found++
+			rec.Replicas[i].Status = meta.ReplicaActive
+			if rec.PrimaryNodeID == "" {
+				rec.PrimaryNodeID = c.NodeID
+			}
+		case errs.Is(err, errs.NotFound):
+			rec.Replicas[i].Status = meta.ReplicaFailed
+		default:
+			unknown++
+			rec.Replicas[i].Status = meta.ReplicaFailed
+		}
+	}
+	switch {
+	case found > 0:
+		rec.Status = meta.StatusFor(found, found, rec.ReplicationFactor)
+		rec.StatusReason = "adopted from an upload its coordinator abandoned"
+		l.log.Info("adopting abandoned upload", "file", id, "copiesFound", found)
+		return l.store.UpdateFile(ctx, &rec)
+	case unknown > 0:
+		l.log.Info("abandoned upload kept: some planned nodes cannot be asked yet", "file", id, "unreachable", unknown)
+		return nil
+	default:
+		l.log.Info("discarding abandoned upload: no planned node holds a copy", "file", id)
+		return l.store.DeleteFile(ctx, id)
+	}
+}

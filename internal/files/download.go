@@ -1,0 +1,239 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/nodeclient"
+)
+
+// ByteRange is one satisfiable byte range of a file: Length bytes from Start.
+type ByteRange struct {
+	Start, Length int64
+}
+
+// ParseRange interprets a Range header for a file of size bytes. It returns
+// nil when the whole file should be sent: no header, a header that is not a
+// single bytes range (several ranges are answered with the whole file, as
+// RFC 9110 allows), or a range covering the whole file. A syntactically valid
+// range that no byte satisfies is an errs.Unsatisfiable error.
+func ParseRange(header string, size int64) (*ByteRange, error) {
+	spec, ok := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return nil, nil
+	}
+	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return nil, nil
+	}
+	var start, end int64
+	switch {
+	case first == "" && last == "":
+		return nil, nil
+	case first == "": // suffix: the last N bytes
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return nil, nil
+		}
+		if n == 0 || size == 0 {
+			return nil, unsatisfiable(size)
+		}
+		start, end = max(size-n, 0), size-1
+	default:
+		s, err := strconv.ParseInt(first, 10, 64)
+		if err != nil || s < 0 {
+			return nil, nil
+		}
+		e := size - 1
+		if last != "" {
+			if e, err = strconv.ParseInt(last, 10, 64); err != nil || e < s {
+				return nil, nil
+			}
+		}
+		if s >= size {
+			return nil, unsatisfiable(size)
+		}
+		start, end = s, min(e, size-1)
+	}
+	if start == 0 && end == size-1 {
+		return nil, nil
+	}
+	return &ByteRange{Start: start, Length: end - start + 1}, nil
+}
+
+func unsatisfiable(size int64) error {
+	return errs.E(errs.Unsatisfiable, "range not satisfiable for a file of %d bytes", size)
+}
+
+// Download is an open read of a file from one of its holders.
+type Download struct {
+	File      meta.File
+	ServedBy  string
+	Failovers int
+	Range     *ByteRange // nil for the whole file
+	// Body yields the bytes. With verification on, reading the last byte of a
+	// corrupt copy yields an errs.Corrupt error instead of io.EOF, so the
+	// caller must abort the response rather than end it normally.
+	Body io.ReadCloser
+}
+
+// Length is the number of bytes Body yields.
+func (d *Download) Length() int64 {
+	if d.Range != nil {
+		return d.Range.Length
+	}
+	return d.File.SizeBytes
+}
+
+// Open finds a holder that can serve the file and opens the read. Holders are
+// tried in preference order (nodes on the ring first); a connection failure,
+// a missing blob or a checksum mismatch known before the first byte moves to
+// the next holder at once. rangeHeader is the client's Range header, if any.
+func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, error) {
+	rec, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status == meta.FilePending || rec.Status == meta.FileDeleted {
+		return nil, fileNotFound(id)
+	}
+	rng, err := ParseRange(rangeHeader, rec.SizeBytes)
+	if err != nil {
+		return nil, err
+	}
+	holders := s.holders(rec)
+	var failures []string
+	for i, n := range holders {
+		body, err := s.openFrom(ctx, rec, n, rng)
+		if err != nil {
+			failures = append(failures, n+": "+err.Error())
+			continue
+		}
+		if i > 0 {
+			s.log.Info("serving file from another holder after the preferred one was unavailable",
+				"file", id, "servedBy", n, "skipped", holders[:i])
+		}
+		return &Download{File: rec.File, ServedBy: n, Failovers: i, Range: rng, Body: body}, nil
+	}
+	if len(holders) == 0 {
+		return nil, errs.E(errs.Unavailable, "file %s has no active copy", id)
+	}
+	return nil, errs.E(errs.Unavailable, "no holder of file %s could serve it (%s)", id, strings.Join(failures, "; "))
+}
+
+// holders orders a file's ACTIVE copies for reading: nodes on the ring in
+// preference order first (the primary leads when it is there), then copies on
+// nodes off the ring, which may still answer.
+func (s *Service) holders(rec meta.FileRecord) []string {
+	r := s.opt.Cluster.Ring()
+	pref := r.Preference(rec.ID, len(r.Nodes()))
+	rank := func(n string) int {
+		if i := slices.Index(pref, n); i >= 0 {
+			return i
+		}
+		return len(pref)
+	}
+	var hs []string
+	for _, rep := range rec.Replicas {
+		if rep.Status == meta.ReplicaActive {
+			hs = append(hs, rep.NodeID)
+		}
+	}
+	slices.SortStableFunc(hs, func(a, b string) int {
+		if a == rec.PrimaryNodeID && r.Has(a) {
+			return -1
+		}
+		if b == rec.PrimaryNodeID && r.Has(b) {
+			return 1
+		}
+		return rank(a) - rank(b)
+	})
+	return hs
+}
+
+// openFrom opens the read on node n, checking what can be checked before the
+// first byte is sent.
+func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, rng *ByteRange) (io.ReadCloser, error) {
+	base, ok := s.opt.Cluster.BaseURL(n)
+	if !ok {
+		return nil, errs.E(errs.Unavailable, "node %s has no known address", n)
+	}
+	var nr *nodeclient.Range
+	if rng != nil {
+		nr = nodeclient.RangeBetween(rng.Start, rng.Start+rng.Length-1)
+	}
+	obj, err := s.opt.Nodes.Get(ctx, base, rec.ID, nr)
+	if err != nil {
+		return nil, err
+	}
+	if !s.opt.VerifyOnDownload {
+		return obj.Body, nil
+	}
+	if obj.Info.Checksum != rec.Checksum || obj.Info.Size != rec.SizeBytes {
+		obj.Body.Close()
+		s.quarantine(ctx, rec.ID, n, "stored checksum "+obj.Info.Checksum+" differs from the file's")
+		return nil, errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, rec.Checksum)
+	}
+	if rng != nil {
+		// A range cannot be checked against the whole file's checksum without
+		// reading the whole file; the stored checksum was checked above.
+		return obj.Body, nil
+	}
+	if rec.SizeBytes <= s.opt.DownloadBuffer {
+		// Small enough to verify completely before the first byte is sent.
+		data, err := io.ReadAll(io.LimitReader(obj.Body, rec.SizeBytes+1))
+		obj.Body.Close()
+		if err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "read copy on %s", n)
+		}
+		if sum := sha256.Sum256(data); int64(len(data)) != rec.SizeBytes || hex.EncodeToString(sum[:]) != rec.Checksum {
+			s.quarantine(ctx, rec.ID, n, "bytes do not match the file's checksum")
+			return nil, errs.E(errs.Corrupt, "copy on %s does not match the file's checksum", n)
+		}
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}
+	return &verifyingReader{
+		rc: obj.Body, h: sha256.New(), want: rec.Checksum, size: rec.SizeBytes,
+		onMismatch: func() {
+			s.quarantine(context.WithoutCancel(ctx), rec.ID, n, "bytes do not match the file's checksum (found while streaming)")
+		},
+	}, nil
+}
+
+// verifyingReader hashes what it passes on and, at the end, turns io.EOF into
+// an errs.Corrupt error when the bytes do not match.
+type verifyingReader struct {
+	rc         io.ReadCloser
+	h          hash.Hash
+	want       string
+	size, n    int64
+	onMismatch func()
+	failed     bool
+}
+
+func (v *verifyingReader) Read(p []byte) (int, error) {
+	n, err := v.rc.Read(p)
+	v.h.Write(p[:n])
+	v.n += int64(n)
+	if err == io.EOF {
+		if v.n != v.size || hex.EncodeToString(v.h.Sum(nil)) != v.want {
+			if !v.failed {
+				v.failed = true
+				v.onMismatch()
+			}
+			return n, errs.E(errs.Corrupt, "copy does not match the file's checksum")
+		}
+	}
+	return n, err
+}
+
+func (v *verifyingReader) Close() error { return v.rc.Close() }

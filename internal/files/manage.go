@@ -1,0 +1,255 @@
+package files
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+// mutate applies fn to the current record and writes it, re-reading and
+// re-applying when another writer got there first. fn reports whether it
+// changed anything.
+func (s *Service) mutate(ctx context.Context, id string, fn func(*meta.FileRecord) bool) (meta.FileRecord, error) {
+	var err error
+	for range 5 {
+		var rec meta.FileRecord
+		if rec, err = s.opt.Store.GetFile(ctx, id); err != nil {
+			return rec, err
+		}
+		if !fn(&rec) {
+			return rec, nil
+		}
+		if err = s.opt.Store.UpdateFile(ctx, &rec); !errs.Is(err, errs.Conflict) {
+			return rec, err
+		}
+	}
+	return meta.FileRecord{}, err
+}
+
+// quarantine takes a corrupt copy out of service: its row becomes FAILED, the
+// file's status follows, and the bad bytes are removed from the node so that
+// no later observation can mistake them for a good copy. The reconciler then
+// rebuilds the copy from a good one in the background.
+func (s *Service) quarantine(ctx context.Context, id, node, why string) {
+	s.opt.Events.ChecksumMismatch(node)
+	s.log.Error("corrupt copy quarantined", "file", id, "node", node, "why", why)
+	s.markCorrupt(ctx, id, []string{node})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+		defer cancel()
+		if _, err := s.opt.Reconciler.Reconcile(ctx, id); err != nil {
+			s.log.Warn("rebuild after quarantine failed; the repair loop will retry", "file", id, "err", err)
+		}
+	}()
+}
+
+// markCorrupt marks the copies on nodes FAILED and deletes their bytes.
+func (s *Service) markCorrupt(ctx context.Context, id string, nodes []string) {
+	_, err := s.mutate(ctx, id, func(rec *meta.FileRecord) bool {
+		if rec.Status == meta.FileDeleted || rec.Status == meta.FilePending {
+			return false
+		}
+		changed := false
+		for i := range rec.Replicas {
+			for _, n := range nodes {
+				if rec.Replicas[i].NodeID == n && rec.Replicas[i].Status != meta.ReplicaFailed {
+					rec.Replicas[i].Status = meta.ReplicaFailed
+					changed = true
+				}
+			}
+		}
+		if changed {
+			active := rec.ActiveCopies()
+			rec.Status = meta.StatusFor(active, active, rec.ReplicationFactor)
+			rec.StatusReason = "corrupt copy quarantined; rebuilding"
+		}
+		return changed
+	})
+	if err != nil {
+		s.log.Error("could not record quarantined copy", "file", id, "nodes", nodes, "err", err)
+	}
+	for _, n := range nodes {
+		if base, ok := s.opt.Cluster.BaseURL(n); ok {
+			if err := s.opt.Nodes.Delete(ctx, base, id); err != nil {
+				s.log.Warn("could not remove corrupt copy; it stays marked FAILED", "file", id, "node", n, "err", err)
+			}
+		}
+	}
+}
+
+// Metadata returns a file with every copy's placement. PENDING files are
+// visible here; DELETED files are not.
+func (s *Service) Metadata(ctx context.Context, id string) (meta.FileRecord, error) {
+	rec, err := s.get(ctx, id)
+	if err != nil {
+		return rec, err
+	}
+	if rec.Status == meta.FileDeleted {
+		return meta.FileRecord{}, fileNotFound(id)
+	}
+	return rec, nil
+}
+
+// MaxPageSize bounds a page of the file list.
+const MaxPageSize = 1000
+
+// List returns one page of files, newest first, and the total count.
+// statuses empty means the visible ones (neither PENDING nor DELETED).
+func (s *Service) List(ctx context.Context, statuses []meta.FileStatus, page, size int) ([]meta.File, int, error) {
+	if page < 0 {
+		return nil, 0, errs.E(errs.Invalid, "page must be 0 or more")
+	}
+	if size < 1 || size > MaxPageSize {
+		return nil, 0, errs.E(errs.Invalid, "size must be between 1 and %d", MaxPageSize)
+	}
+	if page > (1<<31-1)/size {
+		return nil, 0, errs.E(errs.Invalid, "page is too large")
+	}
+	return s.opt.Store.ListFiles(ctx, meta.FileQuery{Statuses: statuses, Offset: page * size, Limit: size})
+}
+
+// DeleteResult tells whether every copy of a deleted file is gone.
+type DeleteResult struct {
+	FileID       string   `json:"fileId"`
+	Status       string   `json:"status"` // DELETED
+	Complete     bool     `json:"complete"`
+	PendingNodes []string `json:"pendingNodes,omitempty"`
+	Message      string   `json:"message,omitempty"`
+}
+
+// Delete marks the file DELETED, which hides it at once everywhere, and then
+// removes every copy it can reach. Copies on nodes that cannot be reached
+// stay DELETING until the repair loop finishes them; the file is never
+// resurrected.
+func (s *Service) Delete(ctx context.Context, id string) (DeleteResult, error) {
+	if _, err := s.get(ctx, id); err != nil {
+		return DeleteResult{}, err
+	}
+	ctx = context.WithoutCancel(ctx) // a client hanging up must not leave half a delete
+	var prior meta.FileStatus
+	_, err := s.mutate(ctx, id, func(rec *meta.FileRecord) bool {
+		prior = rec.Status
+		if rec.Status == meta.FileDeleted || rec.Status == meta.FilePending {
+			return false
+		}
+		rec.Status, rec.StatusReason = meta.FileDeleted, ""
+		for i := range rec.Replicas {
+			rec.Replicas[i].Status = meta.ReplicaDeleting
+		}
+		return true
+	})
+	switch {
+	case errs.Is(err, errs.NotFound), err == nil && prior == meta.FileDeleted:
+		return DeleteResult{}, fileNotFound(id)
+	case err != nil:
+		return DeleteResult{}, err
+	case prior == meta.FilePending:
+		return DeleteResult{}, errs.E(errs.Conflict, "file %s is still being uploaded", id)
+	}
+	out, err := s.opt.Reconciler.Reconcile(ctx, id)
+	if err != nil {
+		s.log.Warn("delete recorded but copies not yet removed; the repair loop will finish it", "file", id, "err", err)
+		return DeleteResult{FileID: id, Status: string(meta.FileDeleted), Message: "copies will be removed by the repair loop"}, nil
+	}
+	res := DeleteResult{FileID: id, Status: string(meta.FileDeleted), Complete: out.Removed, PendingNodes: out.RemainingHolders}
+	if !res.Complete {
+		res.Message = "some holders are unreachable; their copies will be removed when they return"
+	}
+	s.log.Info("file deleted", "file", id, "complete", res.Complete, "pending", res.PendingNodes)
+	return res, nil
+}
+
+// CopyCheck is the verification of one copy.
+type CopyCheck struct {
+	NodeID         string             `json:"nodeId"`
+	Result         string             `json:"result"` // OK, CORRUPT, MISSING, UNREACHABLE
+	StoredChecksum string             `json:"storedChecksum,omitempty"`
+	ActualChecksum string             `json:"actualChecksum,omitempty"`
+	Rebuilt        bool               `json:"rebuilt"`
+	Status         meta.ReplicaStatus `json:"status,omitempty"` // the copy's status after verification
+	Error          string             `json:"error,omitempty"`
+}
+
+// VerifyResult is the answer to a verification.
+type VerifyResult struct {
+	FileID        string          `json:"fileId"`
+	Checksum      string          `json:"checksum"`
+	Status        meta.FileStatus `json:"status"`
+	HealthyCopies int             `json:"healthyCopies"`
+	Copies        []CopyCheck     `json:"copies"`
+}
+
+// Verify re-hashes every copy on its node, quarantines copies whose bytes do
+// not match, rebuilds them from a good copy and reports each one.
+func (s *Service) Verify(ctx context.Context, id string) (VerifyResult, error) {
+	rec, err := s.Metadata(ctx, id)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	if rec.Status == meta.FilePending {
+		return VerifyResult{}, errs.E(errs.Conflict, "file %s is still being uploaded", id)
+	}
+	checks := make([]CopyCheck, len(rec.Replicas))
+	var wg sync.WaitGroup
+	for i, c := range rec.Replicas {
+		wg.Go(func() { checks[i] = s.check(ctx, rec.File, c.NodeID) })
+	}
+	wg.Wait()
+	var bad []string
+	for _, c := range checks {
+		if c.Result == "CORRUPT" {
+			bad = append(bad, c.NodeID)
+			s.opt.Events.ChecksumMismatch(c.NodeID)
+		}
+	}
+	if len(bad) > 0 {
+		s.log.Error("verify found corrupt copies; quarantining and rebuilding", "file", id, "nodes", bad)
+		s.markCorrupt(ctx, id, bad)
+	}
+	if _, err := s.opt.Reconciler.Reconcile(ctx, id); err != nil {
+		s.log.Warn("rebuild after verify failed; the repair loop will retry", "file", id, "err", err)
+	}
+	after, err := s.opt.Store.GetFile(ctx, id)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	for i := range checks {
+		if r, ok := after.Replica(checks[i].NodeID); ok {
+			checks[i].Status = r.Status
+			checks[i].Rebuilt = checks[i].Result != "OK" && checks[i].Result != "UNREACHABLE" && r.Status == meta.ReplicaActive
+		}
+	}
+	// Copies the reconciler placed on nodes that had none are reported too.
+	for _, r := range after.Replicas {
+		if _, seen := rec.Replica(r.NodeID); !seen {
+			checks = append(checks, CopyCheck{NodeID: r.NodeID, Result: "MISSING", Rebuilt: r.Status == meta.ReplicaActive, Status: r.Status})
+		}
+	}
+	return VerifyResult{FileID: id, Checksum: after.Checksum, Status: after.Status, HealthyCopies: after.ActiveCopies(), Copies: checks}, nil
+}
+
+func (s *Service) check(ctx context.Context, f meta.File, node string) CopyCheck {
+	c := CopyCheck{NodeID: node}
+	base, ok := s.opt.Cluster.BaseURL(node)
+	if !ok {
+		c.Result, c.Error = "UNREACHABLE", "node has no known address"
+		return c
+	}
+	rh, err := s.opt.Nodes.Rehash(ctx, base, f.ID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		c.Result = "MISSING"
+	case err != nil:
+		c.Result, c.Error = "UNREACHABLE", err.Error()
+	default:
+		c.StoredChecksum, c.ActualChecksum = rh.Stored, rh.Actual
+		c.Result = "OK"
+		if rh.Actual != f.Checksum || rh.Size != f.SizeBytes {
+			c.Result = "CORRUPT"
+		}
+	}
+	return c
+}

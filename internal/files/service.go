@@ -1,0 +1,142 @@
+// Package files is the coordinator's file service: upload with replicated,
+// failover-aware writes, download with transparent failover and checksum
+// verification, metadata, listing, delete and on-demand verification.
+//
+// The service talks to storage nodes only through the small Nodes interface
+// and learns placement only from the Cluster's current ring snapshot; where a
+// file's copies belong after a failure is decided elsewhere, by the reconciler.
+package files
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/reconcile"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// Nodes is what the service needs from the storage nodes. nodeclient.Client
+// implements it; tests substitute nodes that fail at exact points.
+type Nodes interface {
+	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error)
+	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Delete(ctx context.Context, base, id string) error
+	Rehash(ctx context.Context, base, id string) (blob.Check, error)
+}
+
+// Cluster is the service's view of membership: the current ring and how to
+// reach a node.
+type Cluster interface {
+	Ring() *ring.Ring
+	BaseURL(nodeID string) (string, bool)
+}
+
+// Reconciler brings a file's copies in line with the ring: it rebuilds
+// quarantined copies and finishes deletes.
+type Reconciler interface {
+	Reconcile(ctx context.Context, fileID string) (reconcile.Outcome, error)
+}
+
+// Options configures a Service. Store, Nodes and Cluster are required.
+type Options struct {
+	Store      meta.Store
+	Nodes      Nodes
+	Cluster    Cluster
+	Reconciler Reconciler
+	Logger     *slog.Logger
+
+	ReplicationFactor int
+	MaxFileSize       int64
+	// SpoolDir holds uploads while they are hashed and written to nodes.
+	SpoolDir string
+	// VerifyOnDownload re-hashes every downloaded byte against the file's checksum.
+	VerifyOnDownload bool
+	// DownloadBuffer is the largest file that is read whole and verified
+	// before its first byte is sent, so a corrupt copy there never reaches the
+	// client at all; larger files are verified while they stream.
+	DownloadBuffer int64
+	// ReplicaConcurrency bounds copy writes in flight across all uploads.
+	ReplicaConcurrency int
+	// PendingTouch is how often a running upload refreshes its PENDING row.
+	PendingTouch time.Duration
+	// Events receives what happened, for metrics; nil means none.
+	Events Events
+}
+
+// Events is told about outcomes the service observes, for metrics.
+type Events interface {
+	Uploaded(status meta.FileStatus, bytes int64)
+	Downloaded(servedBy string, failovers int, bytes int64)
+	ChecksumMismatch(nodeID string)
+}
+
+type noEvents struct{}
+
+func (noEvents) Uploaded(meta.FileStatus, int64) {}
+func (noEvents) Downloaded(string, int, int64)   {}
+func (noEvents) ChecksumMismatch(string)         {}
+
+// Service implements the file operations of the REST API.
+type Service struct {
+	opt      Options
+	log      *slog.Logger
+	copySlot chan struct{} // a semaphore bounding replica writes
+}
+
+// New returns a Service, creating and emptying the spool directory (a spool
+// left by a crashed process belongs to no live upload).
+func New(o Options) (*Service, error) {
+	if o.Store == nil || o.Nodes == nil || o.Cluster == nil || o.Reconciler == nil {
+		return nil, errs.E(errs.Invalid, "files: Store, Nodes, Cluster and Reconciler are required")
+	}
+	if o.ReplicationFactor <= 0 {
+		o.ReplicationFactor = 3
+	}
+	if o.ReplicaConcurrency <= 0 {
+		o.ReplicaConcurrency = 64
+	}
+	if o.PendingTouch <= 0 {
+		o.PendingTouch = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Events == nil {
+		o.Events = noEvents{}
+	}
+	if o.SpoolDir == "" {
+		return nil, errs.E(errs.Invalid, "files: SpoolDir is required")
+	}
+	if err := os.RemoveAll(o.SpoolDir); err != nil {
+		return nil, errs.Wrap(errs.Other, err, "clear upload spool %s", o.SpoolDir)
+	}
+	if err := os.MkdirAll(o.SpoolDir, 0o750); err != nil {
+		return nil, errs.Wrap(errs.Other, err, "create upload spool %s", filepath.Clean(o.SpoolDir))
+	}
+	return &Service{opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency)}, nil
+}
+
+// fileNotFound is the answer for a file that does not exist or is not visible.
+func fileNotFound(id string) error {
+	return &errs.Error{Kind: errs.NotFound, Code: "FILE_NOT_FOUND", Msg: "file " + id + " not found"}
+}
+
+// get loads a file record, turning a missing row into FILE_NOT_FOUND.
+func (s *Service) get(ctx context.Context, id string) (meta.FileRecord, error) {
+	if err := ValidateFileID(id); err != nil {
+		return meta.FileRecord{}, err
+	}
+	rec, err := s.opt.Store.GetFile(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return meta.FileRecord{}, fileNotFound(id)
+	}
+	return rec, err
+}

@@ -1,0 +1,455 @@
+package files
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// uploadTimeout bounds the node writes of one upload once its bytes are
+// spooled; they run detached from the client's request so that a client that
+// hangs up cannot leave an upload half-recorded.
+const uploadTimeout = 6 * time.Hour
+
+// UploadRequest is one file to store.
+type UploadRequest struct {
+	FileName       string
+	ContentType    string
+	Body           io.Reader
+	IdempotencyKey string
+}
+
+// UploadResult is the answer to an upload.
+type UploadResult struct {
+	FileID            string          `json:"fileId"`
+	FileName          string          `json:"fileName"`
+	ContentType       string          `json:"contentType"`
+	SizeBytes         int64           `json:"sizeBytes"`
+	Checksum          string          `json:"checksum"`
+	Status            meta.FileStatus `json:"status"`
+	PrimaryNode       string          `json:"primaryNode"`
+	Replicas          []string        `json:"replicas"`
+	ReplicationFactor int             `json:"replicationFactor"`
+	CreatedAt         time.Time       `json:"createdAt"`
+	Reason            string          `json:"reason,omitempty"`
+	// Replayed is true when an Idempotency-Key matched an earlier upload of
+	// the same bytes and this result is that upload's.
+	Replayed bool `json:"-"`
+}
+
+// ResultOf describes a stored file as an upload result: the primary and the
+// ids of the other nodes holding an ACTIVE copy.
+func ResultOf(rec meta.FileRecord) UploadResult {
+	others := []string{}
+	for _, r := range rec.Replicas {
+		if r.Status == meta.ReplicaActive && r.NodeID != rec.PrimaryNodeID {
+			others = append(others, r.NodeID)
+		}
+	}
+	return UploadResult{
+		FileID: rec.ID, FileName: rec.Name, ContentType: rec.ContentType,
+		SizeBytes: rec.SizeBytes, Checksum: rec.Checksum, Status: rec.Status,
+		PrimaryNode: rec.PrimaryNodeID, Replicas: others,
+		ReplicationFactor: rec.ReplicationFactor, CreatedAt: rec.CreatedAt, Reason: rec.StatusReason,
+	}
+}
+
+// Upload spools the body while hashing it, records a PENDING file, writes the
+// primary copy (failing over down the preference list) and the other copies
+// in parallel, and commits the outcome: ACTIVE with replication-factor copies,
+// DEGRADED with fewer (and the reason), or nothing at all when no node took
+// the bytes.
+func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, error) {
+	if err := validateIdempotencyKey(req.IdempotencyKey); err != nil {
+		return UploadResult{}, err
+	}
+	if s.opt.Cluster.Ring().Len() == 0 {
+		return UploadResult{}, noHealthyNodes()
+	}
+	sp, err := s.spool(req.Body)
+	if err != nil {
+		return UploadResult{}, err
+	}
+	defer sp.remove()
+
+	// From here on the work is the cluster's, not the client's: finish it even
+	// if the client goes away, so no upload is left half-recorded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uploadTimeout)
+	defer cancel()
+
+	r := s.opt.Cluster.Ring()
+	if r.Len() == 0 {
+		return UploadResult{}, noHealthyNodes()
+	}
+	id := uuid.NewString()
+	rf := s.opt.ReplicationFactor
+	candidates := r.Preference(id, len(r.Nodes()))
+	plan := candidates[:min(rf, len(candidates))]
+	rec := meta.FileRecord{File: meta.File{
+		ID: id, Name: cleanFileName(req.FileName), ContentType: cleanContentType(req.ContentType),
+		SizeBytes: sp.size, Checksum: sp.sum, Status: meta.FilePending,
+		ReplicationFactor: rf, RingPosition: ring.Position(id), IdempotencyKey: req.IdempotencyKey,
+	}}
+	for _, n := range plan {
+		rec.Replicas = append(rec.Replicas, meta.Replica{FileID: id, NodeID: n, Status: meta.ReplicaPending})
+	}
+	if err := s.opt.Store.CreateFile(ctx, &rec); err != nil {
+		if req.IdempotencyKey != "" && errs.Is(err, errs.Conflict) {
+			return s.replay(ctx, req.IdempotencyKey, sp)
+		}
+		return UploadResult{}, err
+	}
+	s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
+
+	stopTouch := s.keepAlive(ctx, id)
+	w := &uploadWrite{s: s, rec: &rec, sp: sp}
+	w.run(ctx, candidates)
+	stopTouch()
+
+	if w.primary == "" {
+		if err := s.opt.Store.DeleteFile(ctx, id); err != nil {
+			s.log.Error("upload failed and its PENDING row could not be removed; the repair loop will discard it", "file", id, "err", err)
+		}
+		s.log.Warn("upload failed: no storage node accepted the file", "file", id, "failures", w.reason())
+		return UploadResult{}, errs.E(errs.Unavailable, "no storage node accepted the file (%s)", w.reason())
+	}
+	w.finish(rf, len(candidates))
+	if err := s.opt.Store.UpdateFile(ctx, &rec); err != nil {
+		return UploadResult{}, errs.Wrap(errs.KindOf(err), err, "commit upload %s", id)
+	}
+	s.opt.Events.Uploaded(rec.Status, rec.SizeBytes)
+	s.log.Info("upload finished", "file", id, "status", rec.Status, "primary", rec.PrimaryNodeID,
+		"copies", w.copies(), "reason", rec.StatusReason)
+	return ResultOf(rec), nil
+}
+
+// replay answers a repeated Idempotency-Key with the first upload's result.
+func (s *Service) replay(ctx context.Context, key string, sp *spooled) (UploadResult, error) {
+	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
+	if err != nil {
+		return UploadResult{}, err
+	}
+	switch {
+	case prev.Status == meta.FilePending:
+		return UploadResult{}, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+	case prev.Status == meta.FileDeleted:
+		return UploadResult{}, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
+	case prev.Checksum != sp.sum || prev.SizeBytes != sp.size:
+		return UploadResult{}, errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
+	}
+	res := ResultOf(prev)
+	res.Replayed = true
+	return res, nil
+}
+
+// keepAlive touches the PENDING row while the upload runs so the repair loop
+// can tell a live upload from one abandoned by a crashed coordinator.
+func (s *Service) keepAlive(ctx context.Context, id string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.opt.PendingTouch)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.opt.Store.TouchFile(ctx, id); err != nil && ctx.Err() == nil {
+					s.log.Warn("could not refresh a running upload", "file", id, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// uploadWrite is the state of one upload's node writes.
+type uploadWrite struct {
+	s   *Service
+	sp  *spooled
+	mu  sync.Mutex // guards rec.Replicas, results and next while replica writers run
+	rec *meta.FileRecord
+
+	primary string
+	results []writeResult
+	queue   []string
+	next    int
+}
+
+type writeResult struct {
+	node string
+	err  error
+}
+
+// run writes the primary copy synchronously, trying each candidate in ring
+// order until one takes it, then the other copies in parallel.
+func (w *uploadWrite) run(ctx context.Context, candidates []string) {
+	rf := w.s.opt.ReplicationFactor
+	for i, n := range candidates {
+		if err := w.write(ctx, n); err != nil {
+			w.results = append(w.results, writeResult{n, err})
+			continue
+		}
+		w.primary = n
+		w.results = append(w.results, writeResult{n, nil})
+		w.queue = candidates[i+1:]
+		break
+	}
+	if w.primary == "" {
+		return
+	}
+	workers := min(rf-1, len(w.queue))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { w.replicaWorker(ctx) })
+	}
+	wg.Wait()
+}
+
+// replicaWorker places one copy: it takes the next candidate off the queue
+// and tries it, moving further down the preference list after a failure.
+func (w *uploadWrite) replicaWorker(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		if w.next >= len(w.queue) {
+			w.mu.Unlock()
+			return
+		}
+		n := w.queue[w.next]
+		w.next++
+		w.mu.Unlock()
+
+		w.s.copySlot <- struct{}{}
+		err := w.write(ctx, n)
+		<-w.s.copySlot
+
+		w.mu.Lock()
+		w.results = append(w.results, writeResult{n, err})
+		w.mu.Unlock()
+		if err == nil {
+			return
+		}
+	}
+}
+
+// write stores one copy on node n from the spool. A node outside the plan is
+// first recorded as PENDING, so that a coordinator crash can never leave a
+// copy the metadata does not know of.
+func (w *uploadWrite) write(ctx context.Context, n string) error {
+	if err := w.plan(ctx, n); err != nil {
+		return err
+	}
+	base, ok := w.s.opt.Cluster.BaseURL(n)
+	if !ok {
+		return errs.E(errs.Unavailable, "node %s has no known address", n)
+	}
+	_, _, err := w.s.opt.Nodes.Put(ctx, base, w.rec.ID, w.sp.sum, w.sp.size, w.sp.reader())
+	if err != nil {
+		w.s.log.Warn("copy write failed", "file", w.rec.ID, "node", n, "err", err)
+	}
+	return err
+}
+
+func (w *uploadWrite) plan(ctx context.Context, n string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if slices.ContainsFunc(w.rec.Replicas, func(r meta.Replica) bool { return r.NodeID == n }) {
+		return nil
+	}
+	w.rec.Replicas = append(w.rec.Replicas, meta.Replica{FileID: w.rec.ID, NodeID: n, Status: meta.ReplicaPending})
+	if err := w.s.opt.Store.UpdateFile(ctx, w.rec); err != nil {
+		w.rec.Replicas = w.rec.Replicas[:len(w.rec.Replicas)-1]
+		return errs.Wrap(errs.KindOf(err), err, "record planned copy on %s", n)
+	}
+	return nil
+}
+
+// finish turns the write results into the file's final state.
+func (w *uploadWrite) finish(rf, ringNodes int) {
+	ok := map[string]bool{}
+	for _, r := range w.results {
+		if r.err == nil {
+			ok[r.node] = true
+		}
+	}
+	for i := range w.rec.Replicas {
+		if ok[w.rec.Replicas[i].NodeID] {
+			w.rec.Replicas[i].Status = meta.ReplicaActive
+		} else {
+			w.rec.Replicas[i].Status = meta.ReplicaFailed
+		}
+	}
+	w.rec.PrimaryNodeID = w.primary
+	if len(ok) >= rf {
+		w.rec.Status, w.rec.StatusReason = meta.FileActive, ""
+		return
+	}
+	w.rec.Status = meta.FileDegraded
+	var why []string
+	if ringNodes < rf {
+		why = append(why, fmt.Sprintf("only %d node(s) on the ring for replication factor %d", ringNodes, rf))
+	}
+	if f := w.reason(); f != "" {
+		why = append(why, f)
+	}
+	w.rec.StatusReason = fmt.Sprintf("%d of %d copies written: %s", len(ok), rf, strings.Join(why, "; "))
+}
+
+// reason names each node that did not take a copy and why.
+func (w *uploadWrite) reason() string {
+	var parts []string
+	for _, r := range w.results {
+		if r.err != nil {
+			parts = append(parts, r.node+": "+r.err.Error())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (w *uploadWrite) copies() int {
+	n := 0
+	for _, r := range w.results {
+		if r.err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func noHealthyNodes() error {
+	return &errs.Error{Kind: errs.Unavailable, Code: "NO_HEALTHY_NODES", Msg: "no storage node is on the ring"}
+}
+
+// spooled is an upload's bytes on local disk, with their size and SHA-256.
+type spooled struct {
+	f    *os.File
+	size int64
+	sum  string
+}
+
+func (sp *spooled) reader() io.Reader { return io.NewSectionReader(sp.f, 0, sp.size) }
+
+func (sp *spooled) remove() {
+	_ = sp.f.Close()
+	_ = os.Remove(sp.f.Name())
+}
+
+// spool copies body to a temporary file while hashing it, reading it once and
+// never holding it in memory. A body larger than MaxFileSize is cut off at
+// the limit and refused.
+func (s *Service) spool(body io.Reader) (*spooled, error) {
+	f, err := os.CreateTemp(s.opt.SpoolDir, "upload-*")
+	if err != nil {
+		return nil, errs.Wrap(errs.Other, err, "create upload spool file")
+	}
+	sp := &spooled{f: f}
+	h := sha256.New()
+	buf := getBuffer()
+	defer putBuffer(buf)
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(body, s.opt.MaxFileSize+1), *buf)
+	sp.size = n
+	switch {
+	case err != nil:
+		sp.remove()
+		if errs.KindOf(err) != errs.Other {
+			return nil, err
+		}
+		return nil, errs.Wrap(errs.Invalid, err, "read upload body")
+	case n > s.opt.MaxFileSize:
+		sp.remove()
+		return nil, errs.E(errs.TooLarge, "file exceeds the maximum size of %d bytes", s.opt.MaxFileSize)
+	}
+	sp.sum = hex.EncodeToString(h.Sum(nil))
+	return sp, nil
+}
+
+// ValidateFileID accepts only canonical lower-case UUID strings, the form
+// dfs gives every file.
+func ValidateFileID(id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return errs.E(errs.Invalid, "invalid file id %q: expected a lower-case UUID", truncate(id, 80))
+	}
+	return nil
+}
+
+func validateIdempotencyKey(k string) error {
+	if k == "" {
+		return nil
+	}
+	if len(k) > 255 {
+		return errs.E(errs.Invalid, "Idempotency-Key is longer than 255 characters")
+	}
+	for _, c := range k {
+		if c < 0x21 || c > 0x7e {
+			return errs.E(errs.Invalid, "Idempotency-Key must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// cleanFileName keeps the last path element of a client-supplied name, drops
+// control characters and bounds its length; an empty result becomes "file".
+func cleanFileName(name string) string {
+	name = strings.ReplaceAll(name, "\\", "/")
+	name = path.Base(name)
+	if !utf8.ValidString(name) {
+		name = strings.ToValidUTF8(name, "_")
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if name == "" || name == "." || name == "/" || name == ".." {
+		return "file"
+	}
+	return truncate(name, 255)
+}
+
+// cleanContentType keeps a syntactically valid media type and falls back to
+// application/octet-stream.
+func cleanContentType(ct string) string {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || !strings.Contains(mt, "/") {
+		return "application/octet-stream"
+	}
+	return mime.FormatMediaType(mt, params)
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func getBuffer() *[]byte  { return bufPool.Get().(*[]byte) }
+func putBuffer(b *[]byte) { bufPool.Put(b) }

@@ -1,0 +1,255 @@
+// Package rebalance decides which files a membership change or a manual
+// request affects and runs the reconciler over them with bounded
+// parallelism, producing one report per run.
+//
+// Which files a trigger visits:
+//   - a node failed or was deregistered: the files with a copy on it (an
+//     indexed query), since only their preference lists contained it;
+//   - a node joined: exactly the files whose preference list now includes it,
+//     found by position ranges derived from the ring, not by a scan;
+//   - a node recovered: both of the above, so its old copies are re-adopted
+//     and files placed on it in its absence get their copies;
+//   - manual: every file.
+package rebalance
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/reconcile"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// Trigger names why a rebalance runs.
+type Trigger string
+
+// The triggers of CONTRACT.md.
+const (
+	Joined       Trigger = "JOINED"
+	Failed       Trigger = "FAILED"
+	Recovered    Trigger = "RECOVERED"
+	Deregistered Trigger = "DEREGISTERED"
+	Manual       Trigger = "MANUAL"
+	Repair       Trigger = "REPAIR"
+)
+
+// Report is the outcome of one run.
+type Report struct {
+	Trigger            Trigger  `json:"trigger"`
+	Node               string   `json:"node,omitempty"`
+	FilesScanned       int      `json:"filesScanned"`
+	FilesAffected      int      `json:"filesAffected"`
+	CopiesCreated      int      `json:"copiesCreated"`
+	CopiesRemoved      int      `json:"copiesRemoved"`
+	PrimariesPromoted  int      `json:"primariesPromoted"`
+	Failures           int      `json:"failures"`
+	UnrecoverableFiles []string `json:"unrecoverableFiles"`
+	DurationMs         int64    `json:"durationMs"`
+}
+
+// DrainReport tells how far a deregistered node's drain has come.
+type DrainReport struct {
+	Node           string  `json:"node"`
+	FilesRemaining int     `json:"filesRemaining"`
+	Complete       bool    `json:"complete"`
+	Run            *Report `json:"run,omitempty"`
+}
+
+// Reconciler is the one placement routine.
+type Reconciler interface {
+	Reconcile(ctx context.Context, fileID string) (reconcile.Outcome, error)
+}
+
+// Store is the part of the metadata store rebalancing reads.
+type Store interface {
+	FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error)
+	FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange) ([]string, error)
+	ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, int, error)
+}
+
+// Options configures a Rebalancer.
+type Options struct {
+	Store             Store
+	Reconciler        Reconciler
+	Ring              func() *ring.Ring
+	ReplicationFactor int
+	Parallelism       int           // files reconciled at once (default 8)
+	DrainTimeout      time.Duration // bound on Drain (default 5m)
+	Logger            *slog.Logger
+}
+
+// Rebalancer runs rebalances.
+type Rebalancer struct {
+	o   Options
+	log *slog.Logger
+}
+
+// New returns a Rebalancer.
+func New(o Options) *Rebalancer {
+	if o.Parallelism <= 0 {
+		o.Parallelism = 8
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 5 * time.Minute
+	}
+	if o.ReplicationFactor <= 0 {
+		o.ReplicationFactor = 3
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Rebalancer{o: o, log: o.Logger}
+}
+
+// AffectedFiles lists the files a trigger for node must visit.
+func (b *Rebalancer) AffectedFiles(ctx context.Context, trigger Trigger, node string) ([]string, error) {
+	switch trigger {
+	case Failed, Deregistered:
+		return b.o.Store.FileIDsOnNode(ctx, node)
+	case Joined:
+		return b.inRangesOf(ctx, node)
+	case Recovered:
+		held, err := b.o.Store.FileIDsOnNode(ctx, node)
+		if err != nil {
+			return nil, err
+		}
+		wanted, err := b.inRangesOf(ctx, node)
+		if err != nil {
+			return nil, err
+		}
+		all := append(held, wanted...)
+		slices.Sort(all)
+		return slices.Compact(all), nil
+	default:
+		return b.allFiles(ctx)
+	}
+}
+
+// inRangesOf lists the files whose preference list on the current ring
+// includes node.
+func (b *Rebalancer) inRangesOf(ctx context.Context, node string) ([]string, error) {
+	rg := b.o.Ring()
+	if !rg.Has(node) {
+		return nil, nil
+	}
+	var pr []meta.PositionRange
+	for _, r := range rg.RangesIncluding(node, b.o.ReplicationFactor) {
+		pr = append(pr, meta.PositionRange{From: r.From, To: r.To})
+	}
+	return b.o.Store.FileIDsInRanges(ctx, pr)
+}
+
+func (b *Rebalancer) allFiles(ctx context.Context) ([]string, error) {
+	statuses := []meta.FileStatus{meta.FileActive, meta.FileDegraded, meta.FileRebalancing, meta.FileFailed, meta.FileDeleted}
+	var ids []string
+	const page = 1000
+	for off := 0; ; off += page {
+		fs, _, err := b.o.Store.ListFiles(ctx, meta.FileQuery{Statuses: statuses, Offset: off, Limit: page})
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fs {
+			ids = append(ids, f.ID)
+		}
+		if len(fs) < page {
+			return ids, nil
+		}
+	}
+}
+
+// Run visits the files trigger affects and reconciles each one.
+func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Report, error) {
+	start := time.Now()
+	b.log.Info("rebalance started", "trigger", trigger, "node", node)
+	ids, err := b.AffectedFiles(ctx, trigger, node)
+	if err != nil {
+		b.log.Error("rebalance could not list its files", "trigger", trigger, "node", node, "err", err)
+		return Report{Trigger: trigger, Node: node}, err
+	}
+	rep := b.RunFiles(ctx, trigger, node, ids)
+	rep.DurationMs = time.Since(start).Milliseconds()
+	b.log.Info("rebalance completed", "trigger", trigger, "node", node,
+		"scanned", rep.FilesScanned, "affected", rep.FilesAffected,
+		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved,
+		"promoted", rep.PrimariesPromoted, "failures", rep.Failures,
+		"unrecoverable", len(rep.UnrecoverableFiles), "durationMs", rep.DurationMs)
+	return rep, nil
+}
+
+// RunFiles reconciles the given files with bounded parallelism.
+func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
+	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
+	var mu sync.Mutex
+	var done atomic.Int64
+	work := make(chan string)
+	var wg sync.WaitGroup
+	lastLog := time.Now()
+	for range min(b.o.Parallelism, max(len(ids), 1)) {
+		wg.Go(func() {
+			for id := range work {
+				out, err := b.o.Reconciler.Reconcile(ctx, id)
+				n := done.Add(1)
+				mu.Lock()
+				if err != nil {
+					rep.Failures++
+					b.log.Warn("reconcile failed", "file", id, "err", err)
+				}
+				if out.Changed || out.CopiesCreated > 0 || out.CopiesRemoved > 0 {
+					rep.FilesAffected++
+				}
+				rep.CopiesCreated += out.CopiesCreated
+				rep.CopiesRemoved += out.CopiesRemoved
+				rep.Failures += out.Failures
+				if out.PrimaryPromoted {
+					rep.PrimariesPromoted++
+				}
+				if out.Unrecoverable {
+					rep.UnrecoverableFiles = append(rep.UnrecoverableFiles, id)
+				}
+				if time.Since(lastLog) > 5*time.Second {
+					lastLog = time.Now()
+					b.log.Info("rebalance progress", "trigger", trigger, "node", node, "done", n, "of", len(ids))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+	slices.Sort(rep.UnrecoverableFiles)
+	return rep
+}
+
+// DrainProgress reports how many files still have a copy on node.
+func (b *Rebalancer) DrainProgress(ctx context.Context, node string) (DrainReport, error) {
+	ids, err := b.o.Store.FileIDsOnNode(ctx, node)
+	if err != nil {
+		return DrainReport{}, err
+	}
+	return DrainReport{Node: node, FilesRemaining: len(ids), Complete: len(ids) == 0}, nil
+}
+
+// Drain moves every file off a deregistered node now, waiting at most the
+// drain timeout, and reports what is left.
+func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.DrainTimeout)
+	defer cancel()
+	rep, err := b.Run(ctx, Deregistered, node)
+	if err != nil {
+		return DrainReport{}, err
+	}
+	d, err := b.DrainProgress(context.WithoutCancel(ctx), node)
+	d.Run = &rep
+	return d, err
+}

@@ -1,0 +1,497 @@
+// Package reconcile holds the one routine that decides where a file's copies
+// belong and makes it so. Every trigger — a node joining, failing,
+// recovering or being deregistered, the admin endpoint, the repair loop, a
+// delete and a verify — calls Reconcile, so no two paths can disagree about
+// placement and shuffle data forever.
+//
+// Reconcile works from observed state only: the current ring and what the
+// nodes answer to HEAD, never a plan computed earlier. It creates missing
+// copies before it deletes surplus ones, so the last good copy is never at
+// risk, and running it twice does nothing the second time.
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// Nodes is what reconciliation needs from storage nodes.
+type Nodes interface {
+	Head(ctx context.Context, base, id string) (blob.Info, error)
+	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error)
+	Delete(ctx context.Context, base, id string) error
+	Rehash(ctx context.Context, base, id string) (blob.Check, error)
+}
+
+// Cluster is reconciliation's view of membership.
+type Cluster interface {
+	Ring() *ring.Ring
+	BaseURL(nodeID string) (string, bool)
+	// Status reports a known node's status.
+	Status(nodeID string) (meta.NodeStatus, bool)
+}
+
+// Options configures a Reconciler.
+type Options struct {
+	Store             meta.Store
+	Nodes             Nodes
+	Cluster           Cluster
+	ReplicationFactor int
+	Logger            *slog.Logger
+}
+
+// Reconciler makes a file's copies match the ring.
+type Reconciler struct {
+	store   meta.Store
+	nodes   Nodes
+	cluster Cluster
+	rf      int
+	log     *slog.Logger
+}
+
+// New returns a Reconciler.
+func New(o Options) *Reconciler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReplicationFactor <= 0 {
+		o.ReplicationFactor = 3
+	}
+	return &Reconciler{store: o.Store, nodes: o.Nodes, cluster: o.Cluster, rf: o.ReplicationFactor, log: o.Logger}
+}
+
+// Outcome is what one reconciliation of one file did.
+type Outcome struct {
+	FileID           string
+	Status           meta.FileStatus // the status it left (empty when the row is gone)
+	Changed          bool            // metadata or copies changed
+	CopiesCreated    int
+	CopiesRemoved    int
+	PrimaryPromoted  bool
+	Failures         int  // copy creations or removals that failed
+	Unrecoverable    bool // no reachable copy to read or copy from
+	Removed          bool // the file's row is gone (a delete completed, or it never existed)
+	Skipped          bool // an upload in flight owns the file
+	RemainingHolders []string
+}
+
+// maxAttempts bounds the re-read-and-re-apply loop when another writer
+// changes the file between our read and our write.
+const maxAttempts = 5
+
+// Reconcile brings file id's copies in line with the ring.
+func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) {
+	var lastErr error
+	for range maxAttempts {
+		out, err := r.once(ctx, id)
+		if !errs.Is(err, errs.Conflict) {
+			return out, err
+		}
+		lastErr = err
+	}
+	return Outcome{FileID: id}, errs.Wrap(errs.Conflict, lastErr, "reconcile %s: the file kept changing under us", id)
+}
+
+// state is what a node told us about one file.
+type state int
+
+const (
+	offline  state = iota // not asked: the node is off the ring and not draining, or has no address
+	absent                // the node answered and holds no copy
+	present               // the node holds an intact-looking copy with the right checksum
+	mismatch              // the node holds bytes under this id with another checksum or size
+	unreachable
+)
+
+var stateNames = [...]string{"offline", "absent", "present", "mismatch", "unreachable"}
+
+func (s state) String() string { return stateNames[s] }
+
+func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
+	rec, err := r.store.GetFile(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return Outcome{FileID: id, Removed: true}, nil
+	}
+	if err != nil {
+		return Outcome{FileID: id}, err
+	}
+	switch rec.Status {
+	case meta.FilePending:
+		return Outcome{FileID: id, Status: rec.Status, Skipped: true}, nil
+	case meta.FileDeleted:
+		return r.finishDelete(ctx, rec)
+	}
+
+	rg := r.cluster.Ring()
+	desired := rg.Preference(id, r.rf)
+	nodes := slices.Clone(desired)
+	for _, c := range rec.Replicas {
+		if !slices.Contains(nodes, c.NodeID) {
+			nodes = append(nodes, c.NodeID)
+		}
+	}
+	obs := r.observe(ctx, rec, nodes)
+	out := Outcome{FileID: id}
+
+	// CREATE: every desired node without a good copy gets one, copied from a
+	// node that has it. Destinations are recorded as PENDING first, so a
+	// crash mid-copy leaves a trace the next run resolves.
+	var missing []string
+	for _, n := range desired {
+		if obs[n] != present && obs[n] != offline && obs[n] != unreachable {
+			missing = append(missing, n)
+		}
+	}
+	sources := r.sources(obs, desired, nodes)
+	if len(missing) > 0 && len(sources) > 0 {
+		if err := r.markMoving(ctx, &rec, missing); err != nil {
+			return out, err
+		}
+		for _, n := range missing {
+			if err := r.copyTo(ctx, rec.File, n, sources, obs); err != nil {
+				out.Failures++
+				r.log.Warn("could not create copy", "file", id, "node", n, "err", err)
+				continue
+			}
+			obs[n] = present
+			out.CopiesCreated++
+			r.log.Info("created copy", "file", id, "node", n)
+		}
+	}
+
+	next := rec // the record we will write, with its copies rebuilt below
+	next.Replicas = nil
+
+	// DELETE: surplus copies go only once every desired copy is confirmed.
+	complete := len(desired) > 0
+	for _, n := range desired {
+		complete = complete && obs[n] == present
+	}
+	for _, n := range nodes {
+		if slices.Contains(desired, n) {
+			continue
+		}
+		prev, hadRow := rec.Replica(n)
+		switch {
+		case complete && (obs[n] == present || obs[n] == mismatch):
+			if err := r.remove(ctx, id, n); err != nil {
+				out.Failures++
+				r.log.Warn("could not remove surplus copy", "file", id, "node", n, "err", err)
+				next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaActive, hadRow))
+				continue
+			}
+			out.CopiesRemoved++
+			r.log.Info("removed surplus copy (no longer assigned by the ring)", "file", id, "node", n)
+		case complete && obs[n] == absent:
+			// Nothing there to delete: forget the row.
+		case complete && r.deregistered(n):
+			// A deregistered node that cannot be reached leaves nothing to track.
+		case obs[n] == present:
+			next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaActive, hadRow))
+		case hadRow && obs[n] != absent:
+			next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaFailed, hadRow))
+		}
+	}
+	for _, n := range desired {
+		prev, hadRow := rec.Replica(n)
+		switch obs[n] {
+		case present:
+			next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaActive, hadRow))
+		case absent, mismatch, unreachable, offline:
+			if hadRow || obs[n] != absent {
+				next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaFailed, hadRow))
+			}
+		}
+	}
+	slices.SortFunc(next.Replicas, func(a, b meta.Replica) int { return strings.Compare(a.NodeID, b.NodeID) })
+
+	// PROMOTE and STATUS.
+	desiredCopies, total := 0, 0
+	primary := ""
+	for _, n := range desired {
+		if obs[n] == present {
+			desiredCopies++
+			if primary == "" {
+				primary = n
+			}
+		}
+	}
+	for _, c := range next.Replicas {
+		if c.Status == meta.ReplicaActive {
+			total++
+			if primary == "" {
+				primary = c.NodeID
+			}
+		}
+	}
+	if primary != "" {
+		next.PrimaryNodeID = primary
+	}
+	next.Status = meta.StatusFor(desiredCopies, total, r.rf)
+	next.StatusReason = r.reason(next.Status, desired, obs, len(rg.Nodes()))
+	out.PrimaryPromoted = primary != "" && primary != rec.PrimaryNodeID
+	out.Unrecoverable = total == 0
+	out.Status = next.Status
+
+	if sameState(rec, next) {
+		return out, nil
+	}
+	if err := r.store.UpdateFile(ctx, &next); err != nil {
+		if errs.Is(err, errs.Conflict) && out.CopiesCreated > 0 {
+			r.undoIfDeleted(ctx, id, missing, obs)
+		}
+		return out, err
+	}
+	out.Changed = true
+	if out.Unrecoverable {
+		r.log.Error("file has no reachable copy", "file", id)
+	}
+	return out, nil
+}
+
+// observe asks each node that may hold the file what it has. Nodes off the
+// ring are not asked unless they are draining (deregistered): a failed node
+// would only make us wait for a timeout.
+func (r *Reconciler) observe(ctx context.Context, rec meta.FileRecord, nodes []string) map[string]state {
+	obs := make(map[string]state, len(nodes))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	rg := r.cluster.Ring()
+	for _, n := range nodes {
+		base, ok := r.cluster.BaseURL(n)
+		if !ok || !(rg.Has(n) || r.deregistered(n)) {
+			obs[n] = offline
+			continue
+		}
+		wg.Go(func() {
+			st := absent
+			info, err := r.nodes.Head(ctx, base, rec.ID)
+			switch {
+			case errs.Is(err, errs.NotFound):
+			case err != nil:
+				st = unreachable
+			case info.Checksum == rec.Checksum && info.Size == rec.SizeBytes:
+				st = present
+			default:
+				st = mismatch
+			}
+			mu.Lock()
+			obs[n] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return obs
+}
+
+func (r *Reconciler) deregistered(n string) bool {
+	st, ok := r.cluster.Status(n)
+	return ok && st == meta.NodeDeregistered
+}
+
+// sources lists nodes holding a good copy, desired nodes first.
+func (r *Reconciler) sources(obs map[string]state, desired, nodes []string) []string {
+	var out []string
+	for _, n := range desired {
+		if obs[n] == present {
+			out = append(out, n)
+		}
+	}
+	for _, n := range nodes {
+		if obs[n] == present && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// markMoving records the copies about to be created as PENDING and the file
+// as REBALANCING, before any byte moves.
+func (r *Reconciler) markMoving(ctx context.Context, rec *meta.FileRecord, dests []string) error {
+	next := *rec
+	next.Replicas = slices.Clone(rec.Replicas)
+	for _, n := range dests {
+		if _, ok := rec.Replica(n); !ok {
+			next.Replicas = append(next.Replicas, meta.Replica{FileID: rec.ID, NodeID: n, Status: meta.ReplicaPending})
+		}
+	}
+	next.Status = meta.FileRebalancing
+	if err := r.store.UpdateFile(ctx, &next); err != nil {
+		return err
+	}
+	*rec = next
+	return nil
+}
+
+// copyTo streams the file from the first source that can supply it to dest.
+// The destination re-hashes what arrives against the file's checksum, so a
+// corrupt source is refused instead of propagated; such a source is then
+// re-hashed where it lies and, if its bytes are really bad, removed.
+func (r *Reconciler) copyTo(ctx context.Context, f meta.File, dest string, sources []string, obs map[string]state) error {
+	dbase, ok := r.cluster.BaseURL(dest)
+	if !ok {
+		return errs.E(errs.Unavailable, "node %s has no known address", dest)
+	}
+	if obs[dest] == mismatch {
+		// Other bytes under this id would make the node refuse the write.
+		if err := r.nodes.Delete(ctx, dbase, f.ID); err != nil {
+			return err
+		}
+	}
+	var errsSeen []string
+	for _, src := range sources {
+		if obs[src] != present {
+			continue
+		}
+		sbase, _ := r.cluster.BaseURL(src)
+		obj, err := r.nodes.Get(ctx, sbase, f.ID, nil)
+		if err != nil {
+			errsSeen = append(errsSeen, src+": "+err.Error())
+			continue
+		}
+		_, _, err = r.nodes.Put(ctx, dbase, f.ID, f.Checksum, f.SizeBytes, obj.Body)
+		obj.Body.Close()
+		if err == nil {
+			return nil
+		}
+		errsSeen = append(errsSeen, src+"→"+dest+": "+err.Error())
+		if errs.Is(err, errs.Corrupt) && r.sourceCorrupt(ctx, f, src, sbase) {
+			obs[src] = absent
+		}
+	}
+	return errs.E(errs.Unavailable, "no source could supply a copy (%s)", strings.Join(errsSeen, "; "))
+}
+
+// sourceCorrupt re-hashes a source's copy and removes it if it is bad.
+func (r *Reconciler) sourceCorrupt(ctx context.Context, f meta.File, src, base string) bool {
+	rh, err := r.nodes.Rehash(ctx, base, f.ID)
+	if err != nil || rh.Actual == f.Checksum {
+		return false
+	}
+	r.log.Error("source copy is corrupt; removing it", "file", f.ID, "node", src, "actual", rh.Actual)
+	if err := r.nodes.Delete(ctx, base, f.ID); err != nil {
+		r.log.Warn("could not remove corrupt copy", "file", f.ID, "node", src, "err", err)
+	}
+	return true
+}
+
+func (r *Reconciler) remove(ctx context.Context, id, n string) error {
+	base, ok := r.cluster.BaseURL(n)
+	if !ok {
+		return errs.E(errs.Unavailable, "node %s has no known address", n)
+	}
+	return r.nodes.Delete(ctx, base, id)
+}
+
+// undoIfDeleted removes copies this run created when the file was deleted
+// while they were being made, so a concurrent delete leaves no orphan.
+func (r *Reconciler) undoIfDeleted(ctx context.Context, id string, created []string, obs map[string]state) {
+	cur, err := r.store.GetFile(ctx, id)
+	if err == nil && cur.Status != meta.FileDeleted {
+		return
+	}
+	for _, n := range created {
+		if obs[n] == present {
+			if err := r.remove(ctx, id, n); err != nil {
+				r.log.Warn("could not remove a copy made for a file deleted meanwhile", "file", id, "node", n, "err", err)
+			}
+		}
+	}
+}
+
+// finishDelete removes every remaining copy of a DELETED file it can reach and
+// drops the row once none is left. A deleted file is never re-created.
+func (r *Reconciler) finishDelete(ctx context.Context, rec meta.FileRecord) (Outcome, error) {
+	out := Outcome{FileID: rec.ID, Status: meta.FileDeleted}
+	next := rec
+	next.Replicas = nil
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range rec.Replicas {
+		wg.Go(func() {
+			err := r.remove(ctx, rec.ID, c.NodeID)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				out.Failures++
+				c.Status = meta.ReplicaDeleting
+				next.Replicas = append(next.Replicas, c)
+				out.RemainingHolders = append(out.RemainingHolders, c.NodeID)
+				return
+			}
+			out.CopiesRemoved++
+		})
+	}
+	wg.Wait()
+	if len(next.Replicas) == 0 {
+		if err := r.store.DeleteFile(ctx, rec.ID); err != nil {
+			return out, err
+		}
+		out.Removed, out.Changed, out.Status = true, true, ""
+		return out, nil
+	}
+	slices.SortFunc(next.Replicas, func(a, b meta.Replica) int { return strings.Compare(a.NodeID, b.NodeID) })
+	slices.Sort(out.RemainingHolders)
+	if sameState(rec, next) {
+		return out, nil
+	}
+	if err := r.store.UpdateFile(ctx, &next); err != nil {
+		return out, err
+	}
+	out.Changed = true
+	return out, nil
+}
+
+// reason explains a status short of ACTIVE.
+func (r *Reconciler) reason(st meta.FileStatus, desired []string, obs map[string]state, ringNodes int) string {
+	if st == meta.FileActive {
+		return ""
+	}
+	var why []string
+	if ringNodes < r.rf {
+		why = append(why, fmt.Sprintf("only %d node(s) on the ring for replication factor %d", ringNodes, r.rf))
+	}
+	for _, n := range desired {
+		if obs[n] != present {
+			why = append(why, n+": "+obs[n].String())
+		}
+	}
+	if st == meta.FileFailed {
+		why = append([]string{"no reachable copy"}, why...)
+	}
+	return strings.Join(why, "; ")
+}
+
+func withStatus(prev meta.Replica, id, n string, st meta.ReplicaStatus, had bool) meta.Replica {
+	if !had {
+		prev = meta.Replica{FileID: id, NodeID: n}
+	}
+	prev.Status = st
+	return prev
+}
+
+// sameState reports whether writing next would change nothing.
+func sameState(a, b meta.FileRecord) bool {
+	if a.Status != b.Status || a.StatusReason != b.StatusReason || a.PrimaryNodeID != b.PrimaryNodeID || len(a.Replicas) != len(b.Replicas) {
+		return false
+	}
+	for _, c := range b.Replicas {
+		p, ok := a.Replica(c.NodeID)
+		if !ok || p.Status != c.Status {
+			return false
+		}
+	}
+	return true
+}
