@@ -101,7 +101,7 @@ func (s *Store) migrate(logger *slog.Logger) error {
 	drv, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{})
 	if err != nil {
 		_ = db.Close()
-		return s.fail(context.Background(), err, "prepare schema migration")
+		return fail(context.Background(), err, "prepare schema migration")
 	}
 	_, _, err = migrations.Apply(migrations.Postgres, migrations.PostgresDir, "pgx5", drv, logger)
 	return err
@@ -136,10 +136,10 @@ func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pg
 		if timedOut {
 			return rules.Unavailable(err, op+": no database connection within "+s.acquireTimeout.String())
 		}
-		return s.fail(ctx, err, op)
+		return fail(ctx, err, op)
 	}
 	defer c.Release()
-	return s.fail(ctx, fn(ctx, c), op)
+	return fail(ctx, fn(ctx, c), op)
 }
 
 // tx runs fn in a read-write transaction on a pooled connection.
@@ -158,45 +158,42 @@ func (s *Store) snapshot(ctx context.Context, op string, fn func(context.Context
 	})
 }
 
-// SQLSTATE codes the store classifies.
+// SQLSTATE codes and classes the store classifies.
 const (
-	sqlUniqueViolation       = "23505"
-	sqlForeignKeyViolation   = "23503"
-	sqlCheckViolation        = "23514"
-	sqlNotNullViolation      = "23502"
-	sqlInvalidText           = "22P02"
-	sqlSerializationFailure  = "40001"
-	sqlDeadlockDetected      = "40P01"
-	sqlClassConnection       = "08" // connection exception
-	sqlClassResources        = "53" // insufficient resources: too many connections, disk full
-	sqlClassOperatorAction   = "57" // admin shutdown, crash shutdown, cannot connect now
-	sqlClassSystemError      = "58" // I/O error in the server
-	sqlClassIntegrityViolate = "23"
+	sqlUniqueViolation      = "23505"
+	sqlForeignKeyViolation  = "23503"
+	sqlSerializationFailure = "40001"
+	sqlDeadlockDetected     = "40P01"
+	sqlClassDataException   = "22" // a value the column cannot hold
+	sqlClassIntegrity       = "23" // check, not-null and the constraints above
+	sqlClassConnection      = "08" // connection exception
+	sqlClassResources       = "53" // insufficient resources: too many connections, disk full
+	sqlClassOperatorAction  = "57" // shutdown, cannot connect now, statement cancelled
+	sqlClassSystemError     = "58" // I/O error in the server
 )
 
 // fail gives err an errs kind. Errors the store built itself pass unchanged.
-func (s *Store) fail(ctx context.Context, err error, op string) error {
+func fail(ctx context.Context, err error, op string) error {
 	if err == nil {
 		return nil
 	}
-	var own *errs.Error
-	if errors.As(err, &own) && own == err {
-		return err
+	if own, ok := err.(*errs.Error); ok {
+		return own
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch code := pgErr.Code; {
-		case code == sqlUniqueViolation:
+		class := pgErr.Code[:2]
+		switch {
+		case pgErr.Code == sqlUniqueViolation:
 			return errs.Wrap(errs.Conflict, err, "metadata store: %s: duplicate key", op)
-		case code == sqlForeignKeyViolation:
+		case pgErr.Code == sqlForeignKeyViolation:
 			return errs.Wrap(errs.Invalid, err, "metadata store: %s: refers to an unknown row", op)
-		case code == sqlCheckViolation, code == sqlNotNullViolation, code == sqlInvalidText,
-			strings.HasPrefix(code, sqlClassIntegrityViolate):
+		case class == sqlClassIntegrity, class == sqlClassDataException:
 			return errs.Wrap(errs.Invalid, err, "metadata store: %s", op)
-		case code == sqlSerializationFailure, code == sqlDeadlockDetected:
+		case pgErr.Code == sqlSerializationFailure, pgErr.Code == sqlDeadlockDetected:
 			return errs.Wrap(errs.Conflict, err, "metadata store: %s: concurrent update", op)
-		case strings.HasPrefix(code, sqlClassConnection), strings.HasPrefix(code, sqlClassResources),
-			strings.HasPrefix(code, sqlClassOperatorAction), strings.HasPrefix(code, sqlClassSystemError):
+		case class == sqlClassConnection, class == sqlClassResources,
+			class == sqlClassOperatorAction, class == sqlClassSystemError:
 			return rules.Unavailable(err, op)
 		}
 		return errs.Wrap(errs.Other, err, "metadata store: %s", op)

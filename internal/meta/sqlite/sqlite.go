@@ -167,9 +167,8 @@ func fail(ctx context.Context, err error, op string) error {
 	if err == nil {
 		return nil
 	}
-	var own *errs.Error
-	if errors.As(err, &own) && own == err {
-		return err
+	if own, ok := err.(*errs.Error); ok {
+		return own
 	}
 	var sqlErr *sqlite.Error
 	if errors.As(err, &sqlErr) {
