@@ -30,7 +30,8 @@ import (
 // closed when the test ends.
 type Opener func(t *testing.T) meta.Store
 
-// Run runs the conformance suite. Every subtest opens its own store.
+// Run runs the conformance suite. Every subtest opens its own store, and the
+// subtests run in parallel, so open must be safe to call concurrently.
 func Run(t *testing.T, open Opener) {
 	tests := []struct {
 		name string
