@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,8 @@ type App struct {
 	repair     *repairLoop
 	handler    http.Handler
 	events     chan membership.Event
+	// pending counts membership events queued or being rebalanced.
+	pending atomic.Int64
 }
 
 // New builds a coordinator from cfg. It opens (and migrates) the metadata
@@ -107,9 +110,11 @@ func (a *App) Handler() http.Handler { return a.handler }
 // onEvent hands membership changes to the rebalancing goroutine; it must not
 // block the registry.
 func (a *App) onEvent(e membership.Event) {
+	a.pending.Add(1)
 	select {
 	case a.events <- e:
 	default:
+		a.pending.Add(-1)
 		a.log.Warn("membership event queue full; the repair loop will pick the change up", "event", e.Kind, "node", e.Node.ID)
 	}
 }
@@ -128,16 +133,24 @@ func (a *App) rebalanceOnEvents(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case e := <-a.events:
-			t, ok := triggers[e.Kind]
-			if !ok || !a.cfg.RebalanceOnMembershipChange {
-				continue
-			}
-			if _, err := a.rebalancer.Run(ctx, t, e.Node.ID); err != nil && ctx.Err() == nil {
-				a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
-			}
+			a.rebalanceFor(ctx, e)
+			a.pending.Add(-1)
 		}
 	}
 }
+
+func (a *App) rebalanceFor(ctx context.Context, e membership.Event) {
+	t, ok := triggers[e.Kind]
+	if !ok || !a.cfg.RebalanceOnMembershipChange {
+		return
+	}
+	if _, err := a.rebalancer.Run(ctx, t, e.Node.ID); err != nil && ctx.Err() == nil {
+		a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
+	}
+}
+
+// idle reports whether no membership-triggered rebalance is queued or running.
+func (a *App) idle() bool { return a.pending.Load() == 0 }
 
 // Run serves on cfg's address until ctx is cancelled, then shuts down in
 // order: stop accepting, finish in-flight requests, stop the background

@@ -209,31 +209,45 @@ func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, r
 	}, nil
 }
 
-// verifyingReader hashes what it passes on and, at the end, turns io.EOF into
-// an errs.Corrupt error when the bytes do not match.
+// verifyingReader hashes what it passes on and holds back the final chunk
+// until the whole file is verified: a mismatch then yields an errs.Corrupt
+// error instead of the last bytes, so the client receives fewer bytes than
+// Content-Length announced and sees a failed transfer, never a complete one.
 type verifyingReader struct {
 	rc         io.ReadCloser
 	h          hash.Hash
 	want       string
 	size, n    int64
 	onMismatch func()
-	failed     bool
+	verified   bool
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
+	if v.verified {
+		return 0, io.EOF
+	}
+	if rem := v.size - v.n; int64(len(p)) > rem {
+		p = p[:rem]
+	}
 	n, err := v.rc.Read(p)
 	v.h.Write(p[:n])
 	v.n += int64(n)
-	if err == io.EOF {
-		if v.n != v.size || hex.EncodeToString(v.h.Sum(nil)) != v.want {
-			if !v.failed {
-				v.failed = true
-				v.onMismatch()
-			}
-			return n, errs.E(errs.Corrupt, "copy does not match the file's checksum")
+	switch {
+	case v.n == v.size:
+		if hex.EncodeToString(v.h.Sum(nil)) != v.want {
+			return 0, v.fail()
 		}
+		v.verified = true
+		return n, nil
+	case err == io.EOF:
+		return 0, v.fail()
 	}
 	return n, err
+}
+
+func (v *verifyingReader) fail() error {
+	v.onMismatch()
+	return errs.E(errs.Corrupt, "copy does not match the file's checksum")
 }
 
 func (v *verifyingReader) Close() error { return v.rc.Close() }
