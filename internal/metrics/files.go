@@ -12,7 +12,8 @@ import (
 )
 
 // CountFunc counts files per status; meta.Store.CountFilesByStatus has this
-// shape.
+// shape. It must return once ctx is done: the timeout is what keeps a slow
+// store from holding scrapes.
 type CountFunc func(ctx context.Context) (map[meta.FileStatus]int, error)
 
 // FilesByStatusOptions configure a FilesByStatus collector. Zero values take
@@ -49,7 +50,6 @@ var fileStatuses = []meta.FileStatus{
 type FilesByStatus struct {
 	count  CountFunc
 	opt    FilesByStatusOptions
-	log    *slog.Logger
 	desc   *prometheus.Desc
 	errors prometheus.Counter
 	now    func() time.Time // replaced by tests
@@ -77,7 +77,6 @@ func NewFilesByStatus(count CountFunc, o FilesByStatusOptions) *FilesByStatus {
 	return &FilesByStatus{
 		count: count,
 		opt:   o,
-		log:   o.Logger,
 		desc: prometheus.NewDesc("dfs_files",
 			"Files in the metadata store by status, counted at scrape time (cached briefly).",
 			[]string{"status"}, nil),
@@ -121,7 +120,7 @@ func (f *FilesByStatus) current() (map[meta.FileStatus]int, error) {
 	f.at = now
 	if f.lastErr != nil {
 		f.errors.Inc()
-		f.log.Warn("counting files by status for metrics failed", "err", f.lastErr)
+		f.opt.Logger.Warn("counting files by status for metrics failed", "err", f.lastErr)
 	}
 	return f.counts, f.lastErr
 }
