@@ -93,7 +93,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Repair, CopiesCreated: 1, DurationMs: 10})
 	c.CacheHit()
 	c.CacheMiss()
-	c.RedisError("get")
+	c.RedisError("cache_get")
 
 	out := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	requireFamilies(t, out,

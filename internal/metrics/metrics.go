@@ -28,8 +28,12 @@ import (
 )
 
 // DefaultRedisOps are the Redis operations counted under their own name when
-// Options.RedisOps is empty.
-var DefaultRedisOps = []string{"get", "set", "del", "lock", "unlock", "ping"}
+// Options.RedisOps is empty: the names internal/redisx passes to its OnError
+// hook.
+var DefaultRedisOps = []string{
+	"ping", "cache_get", "cache_fill", "cache_invalidate",
+	"lock_acquire", "lock_renew", "lock_release", "node_publish", "node_read", "subscribe",
+}
 
 // Options configure a Coordinator. The zero value works.
 type Options struct {

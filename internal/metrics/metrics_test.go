@@ -269,21 +269,21 @@ func TestCacheAndRedis(t *testing.T) {
 	c.CacheHit()
 	c.CacheHit()
 	c.CacheMiss()
-	c.RedisError("get")
-	c.RedisError("get")
+	c.RedisError("cache_get")
+	c.RedisError("cache_get")
 	c.RedisError("file:0b6d…") // not an operation name: must not become a series
 	require.Equal(t, 2.0, sample(t, reg, "dfs_cache_hits_total", nil).GetCounter().GetValue())
 	require.Equal(t, 1.0, sample(t, reg, "dfs_cache_misses_total", nil).GetCounter().GetValue())
-	require.Equal(t, 2.0, sample(t, reg, "dfs_redis_errors_total", map[string]string{"op": "get"}).GetCounter().GetValue())
+	require.Equal(t, 2.0, sample(t, reg, "dfs_redis_errors_total", map[string]string{"op": "cache_get"}).GetCounter().GetValue())
 	require.Equal(t, 1.0, sample(t, reg, "dfs_redis_errors_total", map[string]string{"op": "other"}).GetCounter().GetValue())
-	require.Equal(t, 0.0, sample(t, reg, "dfs_redis_errors_total", map[string]string{"op": "lock"}).GetCounter().GetValue())
+	require.Equal(t, 0.0, sample(t, reg, "dfs_redis_errors_total", map[string]string{"op": "lock_acquire"}).GetCounter().GetValue())
 	require.Equal(t, len(metrics.DefaultRedisOps)+1, testutil.CollectAndCount(reg, "dfs_redis_errors_total"))
 }
 
 func TestRedisOpsAreConfigurable(t *testing.T) {
 	c, reg := newCoordinator(t, metrics.Options{RedisOps: []string{"mget", "eval"}})
 	c.RedisError("eval")
-	c.RedisError("get")
+	c.RedisError("cache_get")
 	errs := `
 # HELP dfs_redis_errors_total Failed Redis calls by operation; each degrades to a cache miss or a process-local lock.
 # TYPE dfs_redis_errors_total counter
