@@ -39,6 +39,7 @@ type App struct {
 	repair     *repairLoop
 	handler    http.Handler
 	events     chan membership.Event
+	transport  *http.Transport // connections to the storage nodes
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
 }
@@ -51,7 +52,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	a := &App{cfg: cfg, log: log, store: store, events: make(chan membership.Event, 1024)}
-	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken})
+	a.transport = nodeclient.NewTransport()
+	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken, Transport: a.transport})
 
 	a.members, err = membership.New(membership.Options{
 		Store: store, Prober: nodes, VNodes: cfg.VirtualNodes,
@@ -188,6 +190,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopBG()
 	wg.Wait()
+	// Open connections to the nodes would keep their servers waiting at
+	// their own shutdown.
+	a.transport.CloseIdleConnections()
 	if cerr := a.store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

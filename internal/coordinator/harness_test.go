@@ -100,6 +100,9 @@ func newHarness(t *testing.T, kind string, n int, env map[string]string) *harnes
 	if n > 0 {
 		h.admit()
 	}
+	// Cleanups run last-in first-out: stop the coordinator before the nodes,
+	// so no connection of its own keeps a node's shutdown waiting.
+	h.t.Cleanup(func() { h.stop() })
 	return h
 }
 
@@ -147,7 +150,15 @@ func (h *harness) addNode(id string) *nodetest.Node {
 	}
 	n := nodetest.Start(h.t, nodetest.Options{Env: env, Addr: h.addrs[id]})
 	h.nodes[id], h.addrs[id], h.dirs[id] = n, n.Addr, n.DataDir
-	host, port, _ := net.SplitHostPort(n.Addr)
+	h.register(id)
+	return n
+}
+
+// register announces a running node to the coordinator, as its
+// registration loop would.
+func (h *harness) register(id string) {
+	h.t.Helper()
+	host, port, _ := net.SplitHostPort(h.addrs[id])
 	p, _ := strconv.Atoi(port)
 	body, _ := json.Marshal(map[string]any{"nodeId": id, "host": host, "port": p})
 	req, _ := http.NewRequest(http.MethodPost, h.url+"/api/nodes/register", bytes.NewReader(body))
@@ -157,7 +168,6 @@ func (h *harness) addNode(id string) *nodetest.Node {
 	}
 	resp := h.do(req)
 	require.Equal(h.t, http.StatusOK, resp.StatusCode, string(resp.body))
-	return n
 }
 
 // stopNode stops a node's server: connections to it are refused from now on.
@@ -395,3 +405,5 @@ func payload(n int, seed byte) []byte {
 }
 
 func hasLog(h *harness, substr string) bool { return strings.Contains(h.logs.String(), substr) }
+
+

@@ -272,7 +272,9 @@ func (r *Reconciler) observe(ctx context.Context, rec meta.FileRecord, nodes []s
 	for _, n := range nodes {
 		base, ok := r.cluster.BaseURL(n)
 		if !ok || !(rg.Has(n) || r.deregistered(n)) {
+			mu.Lock()
 			obs[n] = offline
+			mu.Unlock()
 			continue
 		}
 		wg.Go(func() {
