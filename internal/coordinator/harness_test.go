@@ -405,5 +405,3 @@ func payload(n int, seed byte) []byte {
 }
 
 func hasLog(h *harness, substr string) bool { return strings.Contains(h.logs.String(), substr) }
-
-
