@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+)
+
+// Nodes returns every known storage node.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var nodes []Node
+	_, err := c.doJSON(ctx, http.MethodGet, "/api/nodes", nil, nil, &nodes)
+	return nodes, err
+}
+
+// Node returns one storage node.
+func (c *Client) Node(ctx context.Context, id string) (Node, error) {
+	if err := checkID("node", id); err != nil {
+		return Node{}, err
+	}
+	var n Node
+	_, err := c.doJSON(ctx, http.MethodGet, pathOf("api", "nodes", id), nil, nil, &n)
+	return n, err
+}
+
+// Ring returns the ring's size and every node's share of the keyspace.
+func (c *Client) Ring(ctx context.Context) (RingInfo, error) {
+	var r RingInfo
+	_, err := c.doJSON(ctx, http.MethodGet, "/api/nodes/ring", nil, nil, &r)
+	return r, err
+}
+
+// Register announces a storage node, as nodes do themselves; with a cluster
+// token configured it needs Options.Token.
+func (c *Client) Register(ctx context.Context, req RegisterRequest) (Node, error) {
+	var n Node
+	_, err := c.doJSON(ctx, http.MethodPost, "/api/nodes/register", nil, req, &n)
+	return n, err
+}
+
+// Deregister takes a node off the ring for good and drains it. With wait the
+// coordinator runs the drain before answering (bounded by its DRAIN_TIMEOUT)
+// and Drain.Complete says whether it finished; without, the answer gives the
+// drain's progress so far.
+func (c *Client) Deregister(ctx context.Context, id string, wait bool) (DeregisterResult, error) {
+	if err := checkID("node", id); err != nil {
+		return DeregisterResult{}, err
+	}
+	var q url.Values
+	if wait {
+		q = url.Values{"wait": {"true"}}
+	}
+	var res DeregisterResult
+	_, err := c.doJSON(ctx, http.MethodDelete, pathOf("api", "nodes", id), q, nil, &res)
+	return res, err
+}
+
+// Rejoin re-admits a deregistered node; it re-enters the ring after enough
+// good probes.
+func (c *Client) Rejoin(ctx context.Context, id string) (Node, error) {
+	if err := checkID("node", id); err != nil {
+		return Node{}, err
+	}
+	var n Node
+	_, err := c.doJSON(ctx, http.MethodPost, pathOf("api", "nodes", id, "rejoin"), nil, nil, &n)
+	return n, err
+}
+
+// Health returns the cluster's health. A DOWN cluster is a report too, not
+// an error, although the coordinator answers it with 503.
+func (c *Client) Health(ctx context.Context) (HealthReport, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/health", nil, nil)
+	if err != nil {
+		return HealthReport{}, err
+	}
+	resp, err := c.send(req, nil)
+	if err != nil {
+		return HealthReport{}, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		defer resp.Body.Close()
+		var rep HealthReport
+		return rep, decodeBody(resp, &rep)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return HealthReport{}, readAPIError(resp)
+	}
+	// A 503 is either the DOWN report or, from a layer in front of the
+	// handler, the error shape; the type of "status" tells them apart.
+	raw := readLimited(resp)
+	var rep HealthReport
+	if json.Unmarshal(raw, &rep) == nil && rep.Status != "" {
+		return rep, nil
+	}
+	return HealthReport{}, apiError(resp, raw)
+}
+
+// Rebalance reconciles every file now and returns the run's report.
+func (c *Client) Rebalance(ctx context.Context) (RebalanceReport, error) {
+	var rep RebalanceReport
+	_, err := c.doJSON(ctx, http.MethodPost, "/api/admin/rebalance", nil, nil, &rep)
+	return rep, err
+}
+
+// HealthCheck runs one probe sweep over every node now. Two sweeps in a row
+// bring freshly registered nodes onto the ring at the default
+// HEALTH_SUCCESS_THRESHOLD, without waiting for the detector's interval.
+func (c *Client) HealthCheck(ctx context.Context) (HealthCheckResult, error) {
+	var res HealthCheckResult
+	_, err := c.doJSON(ctx, http.MethodPost, "/api/admin/health-check", nil, nil, &res)
+	return res, err
+}

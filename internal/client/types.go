@@ -1,0 +1,258 @@
+package client
+
+import "time"
+
+// FileStatus is a file's state as the API reports it.
+type FileStatus string
+
+// File states (see API.md).
+const (
+	FilePending     FileStatus = "PENDING"
+	FileActive      FileStatus = "ACTIVE"
+	FileDegraded    FileStatus = "DEGRADED"
+	FileRebalancing FileStatus = "REBALANCING"
+	FileFailed      FileStatus = "FAILED"
+	FileDeleted     FileStatus = "DELETED"
+)
+
+// CopyStatus is the state of one copy of a file.
+type CopyStatus string
+
+// Copy states.
+const (
+	CopyPending  CopyStatus = "PENDING"
+	CopyActive   CopyStatus = "ACTIVE"
+	CopyFailed   CopyStatus = "FAILED"
+	CopyDeleting CopyStatus = "DELETING"
+)
+
+// NodeStatus is a storage node's state.
+type NodeStatus string
+
+// Node states.
+const (
+	NodeHealthy      NodeStatus = "HEALTHY"
+	NodeUnhealthy    NodeStatus = "UNHEALTHY"
+	NodeDeregistered NodeStatus = "DEREGISTERED"
+)
+
+// UploadResult is the answer of POST /api/files.
+type UploadResult struct {
+	FileID            string     `json:"fileId"`
+	FileName          string     `json:"fileName"`
+	ContentType       string     `json:"contentType"`
+	SizeBytes         int64      `json:"sizeBytes"`
+	Checksum          string     `json:"checksum"`
+	Status            FileStatus `json:"status"`
+	PrimaryNode       string     `json:"primaryNode"`
+	Replicas          []string   `json:"replicas"`
+	ReplicationFactor int        `json:"replicationFactor"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	Reason            string     `json:"reason,omitempty"`
+	// Replayed is true when the coordinator answered with an earlier upload
+	// of the same bytes under the same Idempotency-Key (the
+	// Idempotent-Replayed header) and stored nothing new.
+	Replayed bool `json:"-"`
+}
+
+// File is a file's metadata: an item of a listing, or the answer of
+// GET /api/files/{id}/metadata, which alone fills Replicas.
+type File struct {
+	FileID            string     `json:"fileId"`
+	FileName          string     `json:"fileName"`
+	ContentType       string     `json:"contentType"`
+	SizeBytes         int64      `json:"sizeBytes"`
+	Checksum          string     `json:"checksum"`
+	Status            FileStatus `json:"status"`
+	Reason            string     `json:"reason,omitempty"`
+	PrimaryNode       string     `json:"primaryNode"`
+	ReplicationFactor int        `json:"replicationFactor"`
+	RingPosition      int64      `json:"ringPosition"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	UpdatedAt         time.Time  `json:"updatedAt"`
+	Replicas          []Replica  `json:"replicas,omitempty"`
+}
+
+// Replica is one copy of a file, the primary's included.
+type Replica struct {
+	NodeID    string     `json:"nodeId"`
+	Status    CopyStatus `json:"status"`
+	Primary   bool       `json:"primary"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+// FileList is one page of GET /api/files, newest first.
+type FileList struct {
+	Items []File `json:"items"`
+	Page  int    `json:"page"`
+	Size  int    `json:"size"`
+	Total int    `json:"total"`
+}
+
+// DeleteResult is the outcome of DELETE /api/files/{id}. A 204 answer has no
+// body; the client reports it as Complete with the status DELETED.
+type DeleteResult struct {
+	FileID       string     `json:"fileId"`
+	Status       FileStatus `json:"status"`
+	Complete     bool       `json:"complete"`
+	PendingNodes []string   `json:"pendingNodes,omitempty"`
+	Message      string     `json:"message,omitempty"`
+}
+
+// Verification results of one copy.
+const (
+	CheckOK          = "OK"
+	CheckCorrupt     = "CORRUPT"
+	CheckMissing     = "MISSING"
+	CheckUnreachable = "UNREACHABLE"
+)
+
+// VerifyResult is the answer of POST /api/files/{id}/verify.
+type VerifyResult struct {
+	FileID        string      `json:"fileId"`
+	Checksum      string      `json:"checksum"`
+	Status        FileStatus  `json:"status"`
+	HealthyCopies int         `json:"healthyCopies"`
+	Copies        []CopyCheck `json:"copies"`
+}
+
+// CopyCheck is the verification of one copy.
+type CopyCheck struct {
+	NodeID         string `json:"nodeId"`
+	Result         string `json:"result"` // CheckOK, CheckCorrupt, CheckMissing or CheckUnreachable
+	StoredChecksum string `json:"storedChecksum,omitempty"`
+	ActualChecksum string `json:"actualChecksum,omitempty"`
+	Rebuilt        bool   `json:"rebuilt"`
+	// Status is the copy's state after verification.
+	Status CopyStatus `json:"status,omitempty"`
+	Error  string     `json:"error,omitempty"`
+}
+
+// Node is a storage node as GET /api/nodes and GET /api/nodes/{id} show it.
+type Node struct {
+	NodeID               string     `json:"nodeId"`
+	Host                 string     `json:"host"`
+	Port                 int        `json:"port"`
+	Status               NodeStatus `json:"status"`
+	OnRing               bool       `json:"onRing"`
+	KeyspaceSharePercent float64    `json:"keyspaceSharePercent"`
+	RegisteredAt         time.Time  `json:"registeredAt"`
+	LastCheckAt          *time.Time `json:"lastCheckAt"`
+	LastHealthyAt        *time.Time `json:"lastHealthyAt"`
+	ConsecutiveFailures  int        `json:"consecutiveFailures"`
+	ConsecutiveSuccesses int        `json:"consecutiveSuccesses"`
+}
+
+// RegisterRequest is the body of POST /api/nodes/register.
+type RegisterRequest struct {
+	NodeID string `json:"nodeId"`
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+}
+
+// RingInfo is the answer of GET /api/nodes/ring; Nodes are largest share first.
+type RingInfo struct {
+	PhysicalNodes       int         `json:"physicalNodes"`
+	VirtualNodesPerNode int         `json:"virtualNodesPerNode"`
+	TotalRingPositions  int         `json:"totalRingPositions"`
+	Nodes               []RingShare `json:"nodes"`
+}
+
+// RingShare is one node's part of the keyspace.
+type RingShare struct {
+	NodeID               string  `json:"nodeId"`
+	KeyspaceSharePercent float64 `json:"keyspaceSharePercent"`
+}
+
+// DeregisterResult is the answer of DELETE /api/nodes/{id}.
+type DeregisterResult struct {
+	Node  Node        `json:"node"`
+	Drain DrainReport `json:"drain"`
+}
+
+// DrainReport tells how far a deregistered node's drain has come.
+type DrainReport struct {
+	Node           string           `json:"node"`
+	FilesRemaining int              `json:"filesRemaining"`
+	Complete       bool             `json:"complete"`
+	Run            *RebalanceReport `json:"run,omitempty"`
+}
+
+// Cluster health states.
+const (
+	HealthUp       = "UP"
+	HealthDegraded = "DEGRADED"
+	HealthDown     = "DOWN"
+)
+
+// HealthReport is the answer of GET /api/health.
+type HealthReport struct {
+	Status            string         `json:"status"` // HealthUp, HealthDegraded or HealthDown
+	Reasons           []string       `json:"reasons,omitempty"`
+	ReplicationFactor int            `json:"replicationFactor"`
+	Nodes             NodeCounts     `json:"nodes"`
+	MetadataStore     ComponentState `json:"metadataStore"`
+	Redis             ComponentState `json:"redis"`
+}
+
+// NodeCounts counts the known nodes by state.
+type NodeCounts struct {
+	Total        int `json:"total"`
+	OnRing       int `json:"onRing"`
+	Healthy      int `json:"healthy"`
+	Unhealthy    int `json:"unhealthy"`
+	Deregistered int `json:"deregistered"`
+}
+
+// ComponentState is the state of one dependency: UP, DOWN or DISABLED.
+type ComponentState struct {
+	Status string `json:"status"`
+	Kind   string `json:"kind,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Rebalance triggers.
+const (
+	TriggerJoined       = "JOINED"
+	TriggerFailed       = "FAILED"
+	TriggerRecovered    = "RECOVERED"
+	TriggerDeregistered = "DEREGISTERED"
+	TriggerManual       = "MANUAL"
+	TriggerRepair       = "REPAIR"
+)
+
+// RebalanceReport is the outcome of one rebalance run.
+type RebalanceReport struct {
+	Trigger            string   `json:"trigger"`
+	Node               string   `json:"node,omitempty"`
+	FilesScanned       int      `json:"filesScanned"`
+	FilesAffected      int      `json:"filesAffected"`
+	CopiesCreated      int      `json:"copiesCreated"`
+	CopiesRemoved      int      `json:"copiesRemoved"`
+	PrimariesPromoted  int      `json:"primariesPromoted"`
+	Failures           int      `json:"failures"`
+	UnrecoverableFiles []string `json:"unrecoverableFiles"`
+	DurationMs         int64    `json:"durationMs"`
+}
+
+// HealthCheckResult is the answer of POST /api/admin/health-check.
+type HealthCheckResult struct {
+	CheckedAt time.Time    `json:"checkedAt"`
+	Nodes     []NodeHealth `json:"nodes"`
+}
+
+// NodeHealth is one node's state after a probe sweep.
+type NodeHealth struct {
+	NodeID               string     `json:"nodeId"`
+	Host                 string     `json:"host"`
+	Port                 int        `json:"port"`
+	Status               NodeStatus `json:"status"`
+	OnRing               bool       `json:"onRing"`
+	ConsecutiveFailures  int        `json:"consecutiveFailures"`
+	ConsecutiveSuccesses int        `json:"consecutiveSuccesses"`
+	LastCheckAt          *time.Time `json:"lastCheckAt"`
+	LastHealthyAt        *time.Time `json:"lastHealthyAt"`
+	// Error is why this sweep's probe failed; empty when it succeeded.
+	Error string `json:"error,omitempty"`
+}
