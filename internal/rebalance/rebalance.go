@@ -240,16 +240,23 @@ func (b *Rebalancer) DrainProgress(ctx context.Context, node string) (DrainRepor
 	return DrainReport{Node: node, FilesRemaining: len(ids), Complete: len(ids) == 0}, nil
 }
 
-// Drain moves every file off a deregistered node now, waiting at most the
-// drain timeout, and reports what is left.
+// Drain moves every file off a deregistered node now, spending at most the
+// drain timeout on the copies, and reports what is left.
 func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.DrainTimeout)
-	defer cancel()
-	rep, err := b.Run(ctx, Deregistered, node)
+	ctx = context.WithoutCancel(ctx) // a client hanging up must not stop a drain half-way
+	start := time.Now()
+	ids, err := b.AffectedFiles(ctx, Deregistered, node)
 	if err != nil {
 		return DrainReport{}, err
 	}
-	d, err := b.DrainProgress(context.WithoutCancel(ctx), node)
+	b.log.Info("drain started", "node", node, "files", len(ids))
+	work, cancel := context.WithTimeout(ctx, b.o.DrainTimeout)
+	rep := b.RunFiles(work, Deregistered, node, ids)
+	cancel()
+	rep.DurationMs = time.Since(start).Milliseconds()
+	d, err := b.DrainProgress(ctx, node)
 	d.Run = &rep
+	b.log.Info("drain finished", "node", node, "complete", d.Complete, "filesRemaining", d.FilesRemaining,
+		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved, "failures", rep.Failures, "durationMs", rep.DurationMs)
 	return d, err
 }

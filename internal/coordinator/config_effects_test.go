@@ -1,0 +1,210 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// Each test here shows the effect of one configuration variable that the
+// other integration tests do not already exercise.
+
+func TestServerPortAndHostAndDataDirectory(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	dir := t.TempDir()
+	cfg, err := LoadConfig(envconf.FromMap(map[string]string{
+		"SERVER_HOST": "127.0.0.1", "SERVER_PORT": fmt.Sprint(port), "DATA_DIRECTORY": dir,
+	}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	app, err := New(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health/ready", port))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	require.FileExists(t, filepath.Join(dir, "metadata.db"), "the embedded store lives in DATA_DIRECTORY")
+	require.DirExists(t, filepath.Join(dir, "spool"), "so does the upload spool")
+}
+
+func TestReplicationFactorAndVirtualNodes(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, map[string]string{"REPLICATION_FACTOR": "2", "VIRTUAL_NODES": "10"})
+	res := h.upload("f", []byte("two copies"))
+	require.Equal(t, "ACTIVE", res.Status)
+	require.Equal(t, 2, res.ReplicationFactor)
+	require.Len(t, h.holders(res.FileID), 2)
+	require.ElementsMatch(t, ring.New(10, "node-1", "node-2", "node-3").Preference(res.FileID, 2), h.holders(res.FileID))
+	var r struct {
+		VirtualNodesPerNode int `json:"virtualNodesPerNode"`
+		TotalRingPositions  int `json:"totalRingPositions"`
+	}
+	h.get("/api/nodes/ring").json(t, &r)
+	require.Equal(t, 10, r.VirtualNodesPerNode)
+	require.Equal(t, 30, r.TotalRingPositions)
+}
+
+func TestHealthThresholds(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, map[string]string{"HEALTH_FAILURE_THRESHOLD": "3", "HEALTH_SUCCESS_THRESHOLD": "3"})
+	h.stopNode("node-1")
+	h.sweep(2)
+	require.True(t, h.app.members.Ring().Has("node-1"), "two failures are below the threshold of 3")
+	h.sweep(1)
+	require.False(t, h.app.members.Ring().Has("node-1"))
+	h.restartNode("node-1")
+	h.sweep(2)
+	require.False(t, h.app.members.Ring().Has("node-1"), "two successes are below the threshold of 3")
+	h.sweep(1)
+	require.True(t, h.app.members.Ring().Has("node-1"))
+}
+
+func TestHealthCheckIntervalDrivesTheDetector(t *testing.T) {
+	h := newHarness(t, "sqlite", 0, map[string]string{"HEALTH_CHECK_INTERVAL": "100ms"})
+	h.addNode("node-1")
+	// No manual sweep: the detector's own timer admits the node.
+	require.Eventually(t, func() bool { return h.app.members.Ring().Has("node-1") }, 10*time.Second, 20*time.Millisecond)
+	h.stopNode("node-1")
+	require.Eventually(t, func() bool { return !h.app.members.Ring().Has("node-1") }, 10*time.Second, 20*time.Millisecond)
+}
+
+func TestRebalanceOnMembershipChangeOff(t *testing.T) {
+	h := newHarness(t, "sqlite", 4, map[string]string{"REBALANCE_ON_MEMBERSHIP_CHANGE": "false"})
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, h.upload("f", []byte{byte(i)}).FileID)
+	}
+	h.stopNode("node-1")
+	h.sweep(2)
+	h.settle()
+	onNode1 := 0
+	for _, id := range ids {
+		m := h.metadata(id)
+		require.Empty(t, m.copies("FAILED"), "nothing reconciled on its own")
+		require.Len(t, m.copies("ACTIVE"), 3, "no file touched while automatic rebalancing is off")
+		if h.holds("node-1", id) {
+			onNode1++
+		}
+	}
+	require.Positive(t, onNode1)
+	rep := h.rebalance()
+	require.Equal(t, onNode1, rep.FilesAffected, "the admin endpoint still rebalances the failed node's files")
+	for _, id := range ids {
+		m := h.metadata(id)
+		require.Equal(t, "ACTIVE", m.Status)
+		require.NotContains(t, m.copies("ACTIVE"), "node-1")
+	}
+}
+
+func TestRepairIntervalFinishesWorkOnItsOwn(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, map[string]string{"REPAIR_INTERVAL": "100ms"})
+	res := h.upload("f", []byte("delete me later"))
+	h.stopNode("node-3")
+	require.Equal(t, http.StatusAccepted, h.delete("/api/files/"+res.FileID).StatusCode)
+	h.restartNode("node-3")
+	require.Eventually(t, func() bool { return len(h.holders(res.FileID)) == 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := h.store().GetFile(context.Background(), res.FileID)
+		return err != nil
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+func TestPendingUploadTimeoutSettlesAbandonedUploads(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, map[string]string{"PENDING_UPLOAD_TIMEOUT": "1s"})
+	ctx := context.Background()
+	// What a coordinator that died mid-upload leaves: PENDING rows with
+	// planned copies, one of whose bytes landed on node-2.
+	landed := h.upload("template", []byte("landed bytes"))
+	require.Equal(t, http.StatusNoContent, h.delete("/api/files/"+landed.FileID).StatusCode)
+	mk := func(data []byte) meta.FileRecord {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(data))
+		rec := meta.FileRecord{File: meta.File{ID: id, Name: "x", ContentType: "application/octet-stream",
+			SizeBytes: int64(len(data)), Checksum: sha(data), Status: meta.FilePending, ReplicationFactor: 3,
+			RingPosition: ring.Position(id)}}
+		for _, n := range []string{"node-1", "node-2", "node-3"} {
+			rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaPending})
+		}
+		require.NoError(t, h.store().CreateFile(ctx, &rec))
+		return rec
+	}
+	adopted := mk([]byte("adopt these bytes"))
+	base, _ := h.app.members.BaseURL("node-2")
+	_, _, err := nodeclient.New(nodeclient.Options{}).Put(ctx, base, adopted.ID, adopted.Checksum, adopted.SizeBytes, strings.NewReader("adopt these bytes"))
+	require.NoError(t, err)
+	discarded := mk([]byte("never landed"))
+
+	// Younger than the timeout: a live upload, left alone.
+	_, err = h.app.repair.pass(ctx)
+	require.NoError(t, err)
+	rec, err := h.store().GetFile(ctx, adopted.ID)
+	require.NoError(t, err)
+	require.Equal(t, meta.FilePending, rec.Status)
+
+	time.Sleep(1100 * time.Millisecond)
+	_, err = h.app.repair.pass(ctx)
+	require.NoError(t, err)
+	rec, err = h.store().GetFile(ctx, adopted.ID)
+	require.NoError(t, err)
+	require.Equal(t, meta.FileActive, rec.Status, "adopted and completed to full replication")
+	require.ElementsMatch(t, []string{"node-1", "node-2", "node-3"}, h.holders(adopted.ID))
+	_, err = h.store().GetFile(ctx, discarded.ID)
+	require.Error(t, err, "no copy anywhere: the row is discarded")
+	require.Empty(t, h.holders(discarded.ID))
+}
+
+func TestDrainTimeoutBoundsAWaitingDeregistration(t *testing.T) {
+	h := newHarness(t, "sqlite", 4, map[string]string{"DRAIN_TIMEOUT": "1ns", "REBALANCE_ON_MEMBERSHIP_CHANGE": "false"})
+	for i := range 10 {
+		h.upload("f", []byte{byte(i)})
+	}
+	resp := h.delete("/api/nodes/node-1?wait=true")
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(resp.body))
+	var dr struct {
+		Drain struct {
+			Complete       bool `json:"complete"`
+			FilesRemaining int  `json:"filesRemaining"`
+		} `json:"drain"`
+	}
+	resp.json(t, &dr)
+	require.False(t, dr.Drain.Complete)
+	require.Positive(t, dr.Drain.FilesRemaining)
+}
+
+func TestClusterTokenIsSentToNodes(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, map[string]string{"CLUSTER_TOKEN": "s3cret"})
+	res := h.upload("f", []byte("authorised"))
+	require.Equal(t, "ACTIVE", res.Status, "nodes that require the token accepted the coordinator's writes")
+
+	// A coordinator without the token is refused by such nodes.
+	other := newHarness(t, "sqlite", 0, nil)
+	other.nodeEnv["CLUSTER_TOKEN"] = "s3cret"
+	other.addNode("node-1")
+	other.admit()
+	require.True(t, other.app.members.Ring().Has("node-1"), "health probes need no token")
+	resp := other.uploadRaw("f", []byte("x"))
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, string(resp.body), "401")
+}

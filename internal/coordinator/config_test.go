@@ -1,0 +1,79 @@
+package coordinator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := LoadConfig(envconf.FromMap(nil))
+	require.NoError(t, err)
+	require.Equal(t, Config{
+		Port: 8080, DataDir: "./data/coordinator", ReplicationFactor: 3, VirtualNodes: 100,
+		MaxFileSize: 512 << 20, HealthCheckInterval: 10 * time.Second, HealthProbeTimeout: 2 * time.Second,
+		HealthFailureThreshold: 2, HealthSuccessThreshold: 2, RebalanceOnMembershipChange: true,
+		RepairInterval: time.Minute, VerifyChecksumOnDownload: true, DownloadBufferSize: 1 << 20,
+		CacheEnabled: true, CacheMetadataTTL: 2 * time.Minute, PendingUploadTimeout: 15 * time.Minute,
+		ReplicaWriteConcurrency: 64, DrainTimeout: 5 * time.Minute, LogLevel: "info", LogFormat: "text",
+	}, c)
+	require.Equal(t, ":8080", c.Addr())
+}
+
+func TestConfigReadsEveryVariable(t *testing.T) {
+	c, err := LoadConfig(envconf.FromMap(map[string]string{
+		"SERVER_HOST": "127.0.0.1", "SERVER_PORT": "9090", "DATA_DIRECTORY": "/var/dfs",
+		"DATABASE_URL": "postgres://u@db/dfs", "REDIS_URL": "redis://cache:6379/1",
+		"REPLICATION_FACTOR": "2", "VIRTUAL_NODES": "50", "MAX_FILE_SIZE": "1GiB",
+		"HEALTH_CHECK_INTERVAL": "3s", "HEALTH_PROBE_TIMEOUT": "500ms",
+		"HEALTH_FAILURE_THRESHOLD": "4", "HEALTH_SUCCESS_THRESHOLD": "5",
+		"REBALANCE_ON_MEMBERSHIP_CHANGE": "false", "REPAIR_INTERVAL": "30s",
+		"VERIFY_CHECKSUM_ON_DOWNLOAD": "false", "DOWNLOAD_BUFFER_SIZE": "64KB",
+		"CACHE_ENABLED": "false", "CACHE_METADATA_TTL": "10s", "PENDING_UPLOAD_TIMEOUT": "1m",
+		"REPLICA_WRITE_CONCURRENCY": "8", "DRAIN_TIMEOUT": "1m", "CLUSTER_TOKEN": "t",
+		"LOG_LEVEL": "debug", "LOG_FORMAT": "json",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, Config{
+		Host: "127.0.0.1", Port: 9090, DataDir: "/var/dfs", DatabaseURL: "postgres://u@db/dfs",
+		RedisURL: "redis://cache:6379/1", ReplicationFactor: 2, VirtualNodes: 50, MaxFileSize: 1 << 30,
+		HealthCheckInterval: 3 * time.Second, HealthProbeTimeout: 500 * time.Millisecond,
+		HealthFailureThreshold: 4, HealthSuccessThreshold: 5, RebalanceOnMembershipChange: false,
+		RepairInterval: 30 * time.Second, VerifyChecksumOnDownload: false, DownloadBufferSize: 64 << 10,
+		CacheEnabled: false, CacheMetadataTTL: 10 * time.Second, PendingUploadTimeout: time.Minute,
+		ReplicaWriteConcurrency: 8, DrainTimeout: time.Minute, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
+	}, c)
+	require.Equal(t, "127.0.0.1:9090", c.Addr())
+}
+
+func TestConfigProbeTimeoutFollowsAShortInterval(t *testing.T) {
+	c, err := LoadConfig(envconf.FromMap(map[string]string{"HEALTH_CHECK_INTERVAL": "1s"}))
+	require.NoError(t, err)
+	require.Equal(t, 500*time.Millisecond, c.HealthProbeTimeout)
+}
+
+func TestConfigNamesEveryBadVariable(t *testing.T) {
+	bad := map[string]string{
+		"SERVER_PORT": "0", "REPLICATION_FACTOR": "0", "VIRTUAL_NODES": "many", "MAX_FILE_SIZE": "0",
+		"HEALTH_CHECK_INTERVAL": "10", "HEALTH_FAILURE_THRESHOLD": "-1", "HEALTH_SUCCESS_THRESHOLD": "x",
+		"REBALANCE_ON_MEMBERSHIP_CHANGE": "perhaps", "REPAIR_INTERVAL": "-1m", "VERIFY_CHECKSUM_ON_DOWNLOAD": "2",
+		"DOWNLOAD_BUFFER_SIZE": "1GB", "CACHE_ENABLED": "nope", "CACHE_METADATA_TTL": "forever",
+		"PENDING_UPLOAD_TIMEOUT": "0s", "REPLICA_WRITE_CONCURRENCY": "0", "DRAIN_TIMEOUT": "soon",
+		"DATABASE_URL": "mysql://x", "REDIS_URL": "http://x", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml",
+		"HEALTH_PROBE_TIMEOUT": "0",
+	}
+	_, err := LoadConfig(envconf.FromMap(bad))
+	require.Error(t, err)
+	for name := range bad {
+		require.Contains(t, err.Error(), name, "the error names %s", name)
+	}
+}
+
+func TestConfigDoesNotEchoTheDatabasePassword(t *testing.T) {
+	_, err := LoadConfig(envconf.FromMap(map[string]string{"DATABASE_URL": "mysql://user:hunter2@db/x"}))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "hunter2")
+}
