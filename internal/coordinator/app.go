@@ -23,6 +23,7 @@ import (
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/metastore"
+	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
@@ -40,6 +41,7 @@ type App struct {
 	handler    http.Handler
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
+	metrics    *metrics.Coordinator
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
 }
@@ -65,6 +67,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		store.Close()
 		return nil, err
 	}
+	a.metrics = metrics.NewCoordinator(reg, metrics.Options{Ring: a.members.Ring})
+	reg.MustRegister(metrics.NewFilesByStatus(store.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
 	if err := a.members.Load(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("load storage nodes: %w", err)
@@ -74,14 +78,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
-		DrainTimeout: cfg.DrainTimeout, Logger: log,
+		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone,
 	})
 	a.files, err = files.New(files.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: rec, Logger: log,
 		ReplicationFactor: cfg.ReplicationFactor, MaxFileSize: cfg.MaxFileSize,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"), VerifyOnDownload: cfg.VerifyChecksumOnDownload,
 		DownloadBuffer: cfg.DownloadBufferSize, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
-		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second),
+		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
 	})
 	if err != nil {
 		store.Close()
@@ -102,6 +106,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Token:       cfg.ClusterToken,
 		MaxFileSize: cfg.MaxFileSize,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Observe:     a.metrics.ObserveHTTP,
 	})
 	return a, nil
 }
@@ -112,6 +117,7 @@ func (a *App) Handler() http.Handler { return a.handler }
 // onEvent hands membership changes to the rebalancing goroutine; it must not
 // block the registry.
 func (a *App) onEvent(e membership.Event) {
+	a.metrics.MembershipEvent(e)
 	a.pending.Add(1)
 	select {
 	case a.events <- e:

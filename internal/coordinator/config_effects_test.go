@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/envconf"
@@ -207,4 +208,33 @@ func TestClusterTokenIsSentToNodes(t *testing.T) {
 	resp := other.uploadRaw("f", []byte("x"))
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Contains(t, string(resp.body), "401")
+}
+
+func TestMetricsFollowRealTraffic(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, nil)
+	data := payload(2048, 1)
+	res := h.upload("f", data)
+	require.Equal(t, http.StatusOK, h.get("/api/files/"+res.FileID).StatusCode)
+	require.Equal(t, http.StatusOK, h.post("/api/files/"+res.FileID+"/verify", nil).StatusCode)
+	require.Equal(t, http.StatusNoContent, h.delete("/api/files/"+res.FileID).StatusCode)
+	h.rebalance()
+	body := string(h.get("/metrics").body)
+	for _, want := range []string{
+		`dfs_uploads_total{status="ACTIVE"} 1`,
+		`dfs_upload_bytes_total 2048`,
+		fmt.Sprintf(`dfs_downloads_total{node=%q} 1`, res.PrimaryNode),
+		`dfs_download_bytes_total 2048`,
+		`dfs_deletes_total{outcome="complete"} 1`,
+		`dfs_verifies_total{result="ok"} 1`,
+		`dfs_ring_nodes 3`,
+		`dfs_node_joins_total 3`,
+		`dfs_rebalance_runs_total{trigger="MANUAL"} 1`,
+		`dfs_http_requests_total{method="POST",route="/api/files",status="201"} 1`,
+		`dfs_files{status="ACTIVE"} 0`,
+	} {
+		require.Contains(t, body, want)
+	}
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems, "the exposition after real traffic passes the Prometheus linter")
 }

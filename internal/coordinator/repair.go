@@ -89,9 +89,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 	if len(ids) == 0 {
 		return rebalance.Report{Trigger: rebalance.Repair}, nil
 	}
-	start := time.Now()
 	rep := l.rebalancer.RunFiles(ctx, rebalance.Repair, "", ids)
-	rep.DurationMs = time.Since(start).Milliseconds()
 	l.log.Info("repair pass completed", "scanned", rep.FilesScanned, "affected", rep.FilesAffected,
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved, "failures", rep.Failures,
 		"unrecoverable", len(rep.UnrecoverableFiles), "abandonedUploads", len(abandoned), "durationMs", rep.DurationMs)

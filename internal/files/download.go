@@ -122,12 +122,34 @@ func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, 
 			s.log.Info("serving file from another holder after the preferred one was unavailable",
 				"file", id, "servedBy", n, "skipped", holders[:i])
 		}
+		body = &countingBody{rc: body, done: func(bytes int64) { s.opt.Events.Downloaded(n, i, bytes) }}
 		return &Download{File: rec.File, ServedBy: n, Failovers: i, Range: rng, Body: body}, nil
 	}
 	if len(holders) == 0 {
 		return nil, errs.E(errs.Unavailable, "file %s has no active copy", id)
 	}
 	return nil, errs.E(errs.Unavailable, "no holder of file %s could serve it (%s)", id, strings.Join(failures, "; "))
+}
+
+// countingBody reports the bytes read through it when it is closed.
+type countingBody struct {
+	rc   io.ReadCloser
+	n    int64
+	done func(int64)
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingBody) Close() error {
+	if c.done != nil {
+		c.done(c.n)
+		c.done = nil
+	}
+	return c.rc.Close()
 }
 
 // holders orders a file's ACTIVE copies for reading: nodes on the ring in

@@ -155,6 +155,7 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResult, error) {
 		return DeleteResult{FileID: id, Status: string(meta.FileDeleted), Message: "copies will be removed by the repair loop"}, nil
 	}
 	res := DeleteResult{FileID: id, Status: string(meta.FileDeleted), Complete: out.Removed, PendingNodes: out.RemainingHolders}
+	s.opt.Events.Deleted(res.Complete)
 	if !res.Complete {
 		res.Message = "some holders are unreachable; their copies will be removed when they return"
 	}
@@ -205,6 +206,7 @@ func (s *Service) Verify(ctx context.Context, id string) (VerifyResult, error) {
 			s.opt.Events.ChecksumMismatch(c.NodeID)
 		}
 	}
+	s.opt.Events.Verified(len(bad))
 	if len(bad) > 0 {
 		s.log.Error("verify found corrupt copies; quarantining and rebuilding", "file", id, "nodes", bad)
 		s.markCorrupt(ctx, id, bad)

@@ -76,6 +76,8 @@ type Events interface {
 	Uploaded(status meta.FileStatus, bytes int64)
 	Downloaded(servedBy string, failovers int, bytes int64)
 	ChecksumMismatch(nodeID string)
+	Deleted(complete bool)
+	Verified(corruptCopies int)
 }
 
 type noEvents struct{}
@@ -83,6 +85,8 @@ type noEvents struct{}
 func (noEvents) Uploaded(meta.FileStatus, int64) {}
 func (noEvents) Downloaded(string, int, int64)   {}
 func (noEvents) ChecksumMismatch(string)         {}
+func (noEvents) Deleted(bool)                    {}
+func (noEvents) Verified(int)                    {}
 
 // Service implements the file operations of the REST API.
 type Service struct {

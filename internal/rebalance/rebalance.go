@@ -81,6 +81,8 @@ type Options struct {
 	Parallelism       int           // files reconciled at once (default 8)
 	DrainTimeout      time.Duration // bound on Drain (default 5m)
 	Logger            *slog.Logger
+	// OnReport, when set, receives the report of every run (for metrics).
+	OnReport func(Report)
 }
 
 // Rebalancer runs rebalances.
@@ -164,7 +166,6 @@ func (b *Rebalancer) allFiles(ctx context.Context) ([]string, error) {
 
 // Run visits the files trigger affects and reconciles each one.
 func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Report, error) {
-	start := time.Now()
 	b.log.Info("rebalance started", "trigger", trigger, "node", node)
 	ids, err := b.AffectedFiles(ctx, trigger, node)
 	if err != nil {
@@ -172,7 +173,6 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 		return Report{Trigger: trigger, Node: node}, err
 	}
 	rep := b.RunFiles(ctx, trigger, node, ids)
-	rep.DurationMs = time.Since(start).Milliseconds()
 	b.log.Info("rebalance completed", "trigger", trigger, "node", node,
 		"scanned", rep.FilesScanned, "affected", rep.FilesAffected,
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved,
@@ -183,6 +183,7 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 
 // RunFiles reconciles the given files with bounded parallelism.
 func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
+	start := time.Now()
 	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
 	var mu sync.Mutex
 	var done atomic.Int64
@@ -228,6 +229,10 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 	close(work)
 	wg.Wait()
 	slices.Sort(rep.UnrecoverableFiles)
+	rep.DurationMs = time.Since(start).Milliseconds()
+	if b.o.OnReport != nil {
+		b.o.OnReport(rep)
+	}
 	return rep
 }
 
@@ -244,7 +249,6 @@ func (b *Rebalancer) DrainProgress(ctx context.Context, node string) (DrainRepor
 // drain timeout on the copies, and reports what is left.
 func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error) {
 	ctx = context.WithoutCancel(ctx) // a client hanging up must not stop a drain half-way
-	start := time.Now()
 	ids, err := b.AffectedFiles(ctx, Deregistered, node)
 	if err != nil {
 		return DrainReport{}, err
@@ -253,7 +257,6 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 	work, cancel := context.WithTimeout(ctx, b.o.DrainTimeout)
 	rep := b.RunFiles(work, Deregistered, node, ids)
 	cancel()
-	rep.DurationMs = time.Since(start).Milliseconds()
 	d, err := b.DrainProgress(ctx, node)
 	d.Run = &rep
 	b.log.Info("drain finished", "node", node, "complete", d.Complete, "filesRemaining", d.FilesRemaining,
