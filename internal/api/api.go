@@ -22,6 +22,7 @@ import (
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/openapi"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/ring"
 )
@@ -98,6 +99,11 @@ func New(o Options) http.Handler {
 	if o.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", o.Metrics)
 	}
+	// The API's own description and Swagger UI, served from the binary.
+	docs := openapi.Handler()
+	r.Method(http.MethodGet, openapi.DocumentPath, docs)
+	r.Method(http.MethodGet, "/swagger-ui", docs)
+	r.Method(http.MethodGet, openapi.UIPath+"*", docs)
 
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/files", s.upload)

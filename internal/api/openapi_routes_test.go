@@ -1,0 +1,211 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/openapi"
+	"github.com/dfs-project/dfs/internal/openapi/openapitest"
+	"github.com/dfs-project/dfs/internal/rebalance"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// routes lists the router's routes as "METHOD /path", the Swagger UI's own
+// routes left out: they serve HTML and scripts, not the API.
+func routes(t *testing.T, h http.Handler) []string {
+	t.Helper()
+	r, ok := h.(chi.Routes)
+	require.True(t, ok, "api.New no longer returns a chi router; adapt this test")
+	var out []string
+	require.NoError(t, chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if route == "/swagger-ui" || strings.HasPrefix(route, openapi.UIPath) {
+			return nil
+		}
+		// chi and OpenAPI write path parameters alike ({fileId}).
+		out = append(out, method+" "+route)
+		return nil
+	}))
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// The OpenAPI document must not drift from the router: every route has an
+// operation and every operation a route.
+func TestRoutesMatchTheOpenAPIDocument(t *testing.T) {
+	// A Metrics handler, so the optional /metrics route is there too.
+	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler()}))
+	documented, err := openapitest.Operations()
+	require.NoError(t, err)
+
+	var undocumented, unrouted []string
+	for _, r := range got {
+		if !slices.Contains(documented, r) {
+			undocumented = append(undocumented, r)
+		}
+	}
+	for _, op := range documented {
+		if !slices.Contains(got, op) {
+			unrouted = append(unrouted, op)
+		}
+	}
+	require.Empty(t, undocumented, "routes missing from internal/openapi/openapi.json")
+	require.Empty(t, unrouted, "operations in internal/openapi/openapi.json that no route serves")
+	require.Contains(t, got, "POST /api/files/{fileId}/verify", "the walk found too little to mean anything")
+}
+
+func TestOpenAPIAndSwaggerUIAreServed(t *testing.T) {
+	h := api.New(api.Options{})
+	tests := []struct {
+		method, target string
+		status         int
+		contentType    string
+	}{
+		{http.MethodGet, "/openapi.json", http.StatusOK, "application/json"},
+		{http.MethodGet, "/swagger-ui", http.StatusMovedPermanently, ""},
+		{http.MethodGet, "/swagger-ui/", http.StatusOK, "text/html; charset=utf-8"},
+		{http.MethodGet, "/swagger-ui/swagger-ui-bundle.js", http.StatusOK, "text/javascript; charset=utf-8"},
+		{http.MethodGet, "/swagger-ui/missing.js", http.StatusNotFound, "application/json"},
+		{http.MethodPost, "/openapi.json", http.StatusMethodNotAllowed, "application/json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.target, nil))
+			require.Equal(t, tc.status, rec.Code)
+			require.Equal(t, tc.contentType, rec.Header().Get("Content-Type"))
+			require.NotEmpty(t, rec.Header().Get("X-Request-Id"), "the edge middleware runs for these routes too")
+		})
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+	require.Equal(t, openapi.Document(), rec.Body.Bytes())
+}
+
+// Fakes embed the interface so methods added to it later need no change
+// here; a method the test does not expect panics.
+type fakeMembers struct {
+	api.Members
+	nodes []meta.Node
+}
+
+func (f fakeMembers) Ring() *ring.Ring {
+	var ids []string
+	for _, n := range f.nodes {
+		if n.OnRing() {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ring.New(100, ids...)
+}
+
+func (f fakeMembers) Nodes(context.Context) ([]meta.Node, error) { return f.nodes, nil }
+
+func (f fakeMembers) Node(_ context.Context, id string) (meta.Node, error) {
+	for _, n := range f.nodes {
+		if n.ID == id {
+			return n, nil
+		}
+	}
+	return meta.Node{}, errs.WithCode(errs.NotFound, "NODE_NOT_FOUND", "storage node %s not found", id)
+}
+
+type fakeFiles struct {
+	api.Files
+	rec meta.FileRecord
+}
+
+func (f fakeFiles) Metadata(_ context.Context, id string) (meta.FileRecord, error) {
+	if id != f.rec.ID {
+		return meta.FileRecord{}, errs.WithCode(errs.NotFound, "FILE_NOT_FOUND", "file %s not found", id)
+	}
+	return f.rec, nil
+}
+
+func (f fakeFiles) List(context.Context, []meta.FileStatus, int, int) ([]meta.File, int, error) {
+	return []meta.File{f.rec.File}, 1, nil
+}
+
+type fakeHealth struct{ report api.HealthReport }
+
+func (f fakeHealth) Cluster(context.Context) api.HealthReport { return f.report }
+
+func (f fakeHealth) Ready(context.Context) error {
+	if f.report.Status == api.HealthDown {
+		return errors.New("metadata store down")
+	}
+	return nil
+}
+
+type fakeRebalancer struct{ api.Rebalancer }
+
+func (fakeRebalancer) Run(_ context.Context, trigger rebalance.Trigger, node string) (rebalance.Report, error) {
+	return rebalance.Report{Trigger: trigger, Node: node, FilesScanned: 2, UnrecoverableFiles: []string{}, DurationMs: 3}, nil
+}
+
+// The real handlers, over fake services, answer what the document says.
+func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
+	at := time.Date(2026, 11, 29, 10, 15, 31, 412_000_000, time.UTC)
+	nodes := []meta.Node{
+		{ID: "node-1", Host: "127.0.0.1", Port: 9001, Status: meta.NodeHealthy, RegisteredAt: at, LastCheckAt: &at, LastHealthyAt: &at, ConsecutiveSuccesses: 3},
+		{ID: "node-2", Host: "127.0.0.1", Port: 9002, Status: meta.NodeUnhealthy, RegisteredAt: at},
+	}
+	const id = "3f2b8c1e-5d4a-4b6f-9e21-0c7d8a9b1e2f"
+	rec := meta.FileRecord{
+		File: meta.File{ID: id, Name: "a.txt", ContentType: "text/plain", SizeBytes: 5, Checksum: strings.Repeat("ab", 32),
+			Status: meta.FileDegraded, StatusReason: "1 of 2 copies written", PrimaryNodeID: "node-1", ReplicationFactor: 2,
+			RingPosition: ring.Position(id), CreatedAt: at, UpdatedAt: at},
+		Replicas: []meta.Replica{{FileID: id, NodeID: "node-1", Status: meta.ReplicaActive, CreatedAt: at, UpdatedAt: at}},
+	}
+	report := func(status string) api.HealthReport {
+		return api.HealthReport{Status: status, ReplicationFactor: 2, Nodes: api.NodeCounts{Total: 2, OnRing: 1, Healthy: 1, Unhealthy: 1},
+			MetadataStore: api.ComponentState{Status: "UP", Kind: "sqlite"}, Redis: api.ComponentState{Status: "DISABLED"}}
+	}
+	tests := []struct {
+		name, method, target string
+		health               string
+		status               int
+	}{
+		{"node list", http.MethodGet, "/api/nodes", api.HealthUp, http.StatusOK},
+		{"one node", http.MethodGet, "/api/nodes/node-2", api.HealthUp, http.StatusOK},
+		{"unknown node", http.MethodGet, "/api/nodes/node-9", api.HealthUp, http.StatusNotFound},
+		{"ring", http.MethodGet, "/api/nodes/ring", api.HealthUp, http.StatusOK},
+		{"metadata", http.MethodGet, "/api/files/" + id + "/metadata", api.HealthUp, http.StatusOK},
+		{"unknown file", http.MethodGet, "/api/files/00000000-0000-4000-8000-000000000000/metadata", api.HealthUp, http.StatusNotFound},
+		{"file list", http.MethodGet, "/api/files?page=0&size=5", api.HealthUp, http.StatusOK},
+		{"bad page", http.MethodGet, "/api/files?page=x", api.HealthUp, http.StatusBadRequest},
+		{"rebalance", http.MethodPost, "/api/admin/rebalance", api.HealthUp, http.StatusOK},
+		{"cluster degraded", http.MethodGet, "/api/health", api.HealthDegraded, http.StatusOK},
+		{"cluster down", http.MethodGet, "/api/health", api.HealthDown, http.StatusServiceUnavailable},
+		{"live", http.MethodGet, "/health/live", api.HealthUp, http.StatusOK},
+		{"ready", http.MethodGet, "/health/ready", api.HealthUp, http.StatusOK},
+		{"not ready", http.MethodGet, "/health/ready", api.HealthDown, http.StatusServiceUnavailable},
+		{"document", http.MethodGet, "/openapi.json", api.HealthUp, http.StatusOK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := api.New(api.Options{
+				Files: fakeFiles{rec: rec}, Members: fakeMembers{nodes: nodes}, Rebalancer: fakeRebalancer{},
+				Health: fakeHealth{report: report(tc.health)},
+			})
+			req := httptest.NewRequest(tc.method, tc.target, nil)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			require.Equal(t, tc.status, w.Code, "body: %s", w.Body)
+			require.True(t, json.Valid(w.Body.Bytes()), "body: %s", w.Body)
+			openapitest.ValidateRecorder(t, req, w)
+		})
+	}
+}
