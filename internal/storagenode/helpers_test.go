@@ -1,102 +1,30 @@
 package storagenode_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/storagenode"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
 )
 
-// logBuffer collects JSON log records written concurrently.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// records returns every record so far whose msg is msg ("" = all).
-func (l *logBuffer) records(t *testing.T, msg string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for sc.Scan() {
-		var rec map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
-		if msg == "" || rec["msg"] == msg {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
 // node is a storage node serving on a loopback port for one test.
-type node struct {
-	base     string
-	dataDir  string
-	cfg      storagenode.Config
-	registry *prometheus.Registry
-	logs     *logBuffer
-	stop     func() error // cancels Serve and returns its result
-}
+type node struct{ *nodetest.Node }
 
-// startNode runs a node configured from env (plus a fresh data directory
-// and a loopback listener) until the test ends.
+// startNode runs a node configured from env until the test ends.
 func startNode(t *testing.T, env map[string]string) *node {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	vars := map[string]string{
-		"STORAGE_DATA_DIRECTORY": t.TempDir() + "/data",
-		"SERVER_HOST":            "127.0.0.1",
-		"SERVER_PORT":            strconv.Itoa(port),
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := storagenode.LoadConfig(envconf.FromMap(vars))
-	require.NoError(t, err)
-	logs := &logBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	reg := prometheus.NewRegistry()
-	srv, err := storagenode.New(cfg, logger, reg)
-	require.NoError(t, err)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	var once sync.Once
-	var result error
-	stop := func() error {
-		once.Do(func() { cancel(); result = <-done })
-		return result
-	}
-	t.Cleanup(func() { require.NoError(t, stop()) })
-	return &node{base: "http://" + ln.Addr().String(), dataDir: cfg.DataDir, cfg: cfg, registry: reg, logs: logs, stop: stop}
+	return &node{nodetest.Start(t, nodetest.Options{Env: env})}
 }
 
 func checksum(b []byte) string {
@@ -111,12 +39,12 @@ func (n *node) request(t *testing.T, method, path string, body []byte, header ma
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, n.base+path, r)
+	req, err := http.NewRequest(method, n.URL+path, r)
 	require.NoError(t, err)
 	// The node's token is sent unless the test sets Authorization itself;
 	// an empty value sends no Authorization at all.
-	if _, own := header["Authorization"]; !own && n.cfg.ClusterToken != "" {
-		req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
+	if _, own := header["Authorization"]; !own && n.Config.ClusterToken != "" {
+		req.Header.Set("Authorization", "Bearer "+n.Config.ClusterToken)
 	}
 	for k, v := range header {
 		if v != "" {

@@ -90,10 +90,10 @@ func TestRegistrationRepeatsEveryInterval(t *testing.T) {
 	reg, auth := c.last()
 	require.Equal(t, "node-1", reg.NodeID)
 	require.Equal(t, "localhost", reg.Host)
-	require.Equal(t, n.cfg.Port, reg.Port, "the advertised port defaults to the server port")
+	require.Equal(t, n.Config.Port, reg.Port, "the advertised port defaults to the server port")
 	require.Empty(t, auth, "no token is sent when none is configured")
 
-	require.NoError(t, n.stop())
+	require.NoError(t, n.Stop())
 	stopped := c.count()
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, stopped, c.count(), "registration stops with the node")
@@ -107,22 +107,22 @@ func TestRegistrationLogsOncePerOutage(t *testing.T) {
 	n := startNode(t, map[string]string{"COORDINATOR_URL": c.srv.URL, "REGISTRATION_INTERVAL": "5ms"})
 	require.Eventually(t, func() bool { return c.count() >= 5 }, 10*time.Second, time.Millisecond)
 	c.answer.Store(http.StatusOK)
-	require.Eventually(t, func() bool { return len(n.logs.records(t, "registered with the coordinator")) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(n.Logs("registered with the coordinator")) == 1 }, 10*time.Second, time.Millisecond)
 	c.answer.Store(http.StatusServiceUnavailable)
 	seen := c.count()
 	require.Eventually(t, func() bool { return c.count() >= seen+5 }, 10*time.Second, time.Millisecond)
 	c.answer.Store(http.StatusNoContent)
 	require.Eventually(t, func() bool {
-		return len(n.logs.records(t, "registered with the coordinator again after an outage")) == 1
+		return len(n.Logs("registered with the coordinator again after an outage")) == 1
 	}, 10*time.Second, time.Millisecond)
 
-	warnings := n.logs.records(t, "cannot register with the coordinator; will keep trying")
+	warnings := n.Logs("cannot register with the coordinator; will keep trying")
 	require.Len(t, warnings, 2, "one warning per outage")
 	for _, w := range warnings {
 		require.Equal(t, "WARN", w["level"])
 		require.Contains(t, w["err"], "503")
 	}
-	gathered, err := n.registry.Gather()
+	gathered, err := n.Registry.Gather()
 	require.NoError(t, err)
 	var failures float64
 	for _, mf := range gathered {
@@ -142,7 +142,7 @@ func TestRegistrationToleratesAnAbsentCoordinator(t *testing.T) {
 	c.srv.Close() // nothing listens at the URL any more
 	n := startNode(t, map[string]string{"COORDINATOR_URL": c.srv.URL, "REGISTRATION_INTERVAL": "5ms"})
 	require.Eventually(t, func() bool {
-		return len(n.logs.records(t, "cannot register with the coordinator; will keep trying")) == 1
+		return len(n.Logs("cannot register with the coordinator; will keep trying")) == 1
 	}, 10*time.Second, time.Millisecond)
 	resp, _ := n.request(t, http.MethodGet, "/health/ready", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a node without a coordinator still serves")
@@ -151,9 +151,9 @@ func TestRegistrationToleratesAnAbsentCoordinator(t *testing.T) {
 func TestNoCoordinatorURLDisablesRegistration(t *testing.T) {
 	n := startNode(t, nil)
 	require.Eventually(t, func() bool {
-		return len(n.logs.records(t, "COORDINATOR_URL is not set: the node will not register with a coordinator")) == 1
+		return len(n.Logs("COORDINATOR_URL is not set: the node will not register with a coordinator")) == 1
 	}, 10*time.Second, time.Millisecond)
-	require.Empty(t, n.logs.records(t, "registering with the coordinator"))
+	require.Empty(t, n.Logs("registering with the coordinator"))
 }
 
 // TestShutdownFinishesRequestsInFlight stops a node while an upload is half
@@ -162,7 +162,7 @@ func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 	n := startNode(t, nil)
 	data := bytes.Repeat([]byte("z"), 1<<20)
 	pr, pw := io.Pipe()
-	req, err := http.NewRequest(http.MethodPut, n.base+"/internal/blobs/"+uuid.NewString(), pr)
+	req, err := http.NewRequest(http.MethodPut, n.URL+"/internal/blobs/"+uuid.NewString(), pr)
 	require.NoError(t, err)
 	req.ContentLength = int64(len(data))
 	req.Header.Set("X-Checksum-Sha256", checksum(data))
@@ -181,13 +181,13 @@ func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	// The write is in flight once the node has started its temp file.
 	require.Eventually(t, func() bool {
-		matches, _ := filepath.Glob(filepath.Join(n.dataDir, "*", "*", ".tmp-*"))
+		matches, _ := filepath.Glob(filepath.Join(n.DataDir, "*", "*", ".tmp-*"))
 		return len(matches) > 0
 	}, 10*time.Second, time.Millisecond)
 
 	stopped := make(chan error, 1)
-	go func() { stopped <- n.stop() }()
-	require.Eventually(t, func() bool { return len(n.logs.records(t, "storage node stopping")) == 1 }, 10*time.Second, time.Millisecond)
+	go func() { stopped <- n.Stop() }()
+	require.Eventually(t, func() bool { return len(n.Logs("storage node stopping")) == 1 }, 10*time.Second, time.Millisecond)
 	_, err = pw.Write(data[1<<19:])
 	require.NoError(t, err)
 	require.NoError(t, pw.Close())
@@ -196,13 +196,13 @@ func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 	require.NotNil(t, resp)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "the request in flight completes")
 	require.NoError(t, <-stopped)
-	_, err = http.Get(n.base + "/health/live")
+	_, err = http.Get(n.URL + "/health/live")
 	require.Error(t, err, "a stopped node accepts nothing")
 }
 
 func TestRunFailsOnABusyPort(t *testing.T) {
 	n := startNode(t, nil)
-	cfg := n.cfg
+	cfg := n.Config
 	cfg.DataDir = t.TempDir()
 	srv, err := newServer(t, cfg)
 	require.NoError(t, err)

@@ -159,7 +159,7 @@ func TestChecksumEndpoint(t *testing.T) {
 	require.Equal(t, wire.ChecksumReport{ID: id, Size: int64(len(data)), StoredChecksum: checksum(data), ActualChecksum: checksum(data), Intact: true},
 		decode[wire.ChecksumReport](t, body))
 
-	p := filepath.Join(n.dataDir, id[:2], id[2:4], id)
+	p := filepath.Join(n.DataDir, id[:2], id[2:4], id)
 	rotten := []byte("bytes that will rot")
 	rotten[0] ^= 0x01
 	require.NoError(t, os.WriteFile(p, rotten, 0o640))
@@ -295,7 +295,7 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.JSONEq(t, `{"status":"UP"}`, string(body))
 
-	require.NoError(t, os.RemoveAll(n.dataDir))
+	require.NoError(t, os.RemoveAll(n.DataDir))
 	resp, body = n.request(t, http.MethodGet, "/health/ready", nil, nil)
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	h := decode[wire.Health](t, body)
@@ -320,7 +320,7 @@ func TestRequestIDAndAccessLog(t *testing.T) {
 	require.NotEqual(t, "has spaces in it", resp.Header.Get("X-Request-Id"), "an unsafe request id is replaced")
 
 	var put, get map[string]any
-	for _, rec := range n.logs.records(t, "http request") {
+	for _, rec := range n.Logs("http request") {
 		switch rec["request_id"] {
 		case "req-123":
 			put = rec
@@ -382,7 +382,7 @@ func TestMetrics(t *testing.T) {
 // gaugeValue reads a gauge from the node's registry.
 func gaugeValue(t *testing.T, n *node, name string) float64 {
 	t.Helper()
-	mfs, err := n.registry.Gather()
+	mfs, err := n.Registry.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
 		if mf.GetName() == name {
@@ -395,11 +395,11 @@ func gaugeValue(t *testing.T, n *node, name string) float64 {
 
 func TestUnsafeIDsNeverReachTheDisk(t *testing.T) {
 	n := startNode(t, nil)
-	outside := filepath.Join(filepath.Dir(n.dataDir), "outside")
+	outside := filepath.Join(filepath.Dir(n.DataDir), "outside")
 	require.NoError(t, os.WriteFile(outside, []byte("secret"), 0o640))
 	for _, raw := range []string{"..%2Foutside", "..%2F..%2Fetc%2Fpasswd", "%2e%2e", "%2E%2E%2Foutside", "ABCD", "a%00bcd", "abcd%2Fefgh", "abcd.sha256", "%2etmp-abcd"} {
 		for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead} {
-			req, err := http.NewRequest(method, n.base+"/", strings.NewReader("x"))
+			req, err := http.NewRequest(method, n.URL+"/", strings.NewReader("x"))
 			require.NoError(t, err)
 			req.URL.Opaque = "/internal/blobs/" + raw
 			req.Header.Set("X-Checksum-Sha256", checksum([]byte("x")))

@@ -1,0 +1,64 @@
+package nodeclient_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+)
+
+// BenchmarkPut measures a write through the client and a real node on
+// loopback, fsyncs included.
+func BenchmarkPut(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			n := nodetest.Start(b, nodetest.Options{})
+			c := nodeclient.New(nodeclient.Options{})
+			data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+			sum := checksum(data)
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, _, err := c.Put(ctx, n.URL, fmt.Sprintf("bench-%08d", i), sum, int64(size), bytes.NewReader(data)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGet measures a read through the client and a real node on
+// loopback.
+func BenchmarkGet(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			n := nodetest.Start(b, nodetest.Options{})
+			c := nodeclient.New(nodeclient.Options{})
+			data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+			ctx := context.Background()
+			if _, _, err := c.Put(ctx, n.URL, "bench-blob", checksum(data), int64(size), bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, 256<<10)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				obj, err := c.Get(ctx, n.URL, "bench-blob", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, obj.Body, buf); err != nil {
+					b.Fatal(err)
+				}
+				obj.Body.Close()
+			}
+		})
+	}
+}

@@ -1,0 +1,556 @@
+package nodeclient_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+)
+
+func checksum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func requireKind(t *testing.T, want errs.Kind, err error) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, want, errs.KindOf(err), "error %q", err)
+}
+
+// filesUnder lists the files in a node's data directory.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() {
+			files = append(files, strings.TrimPrefix(p, dir+"/"))
+		}
+		return nil
+	}))
+	return files
+}
+
+func TestRoundTrip(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Env: map[string]string{"STORAGE_NODE_ID": "node-3"}})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	id := uuid.NewString()
+	data := []byte("round and round")
+	want := blob.Info{ID: id, Size: int64(len(data)), Checksum: checksum(data)}
+
+	info, created, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, want, info)
+	info, created, err = c.Put(ctx, n.URL, id, checksum(data), -1, bytes.NewReader(data))
+	require.NoError(t, err)
+	require.False(t, created, "the node already holds an intact copy")
+	require.Equal(t, want, info)
+
+	head, err := c.Head(ctx, n.URL, id)
+	require.NoError(t, err)
+	require.Equal(t, want, head)
+
+	obj, err := c.Get(ctx, n.URL, id, nil)
+	require.NoError(t, err)
+	got, err := io.ReadAll(obj.Body)
+	require.NoError(t, err)
+	require.NoError(t, obj.Body.Close())
+	require.Equal(t, data, got)
+	require.Equal(t, want, obj.Info)
+	require.Equal(t, int64(len(data)), obj.ContentLength)
+	require.False(t, obj.Partial)
+
+	check, err := c.Rehash(ctx, n.URL, id)
+	require.NoError(t, err)
+	require.True(t, check.Intact())
+	require.Equal(t, blob.Check{ID: id, Size: int64(len(data)), Stored: checksum(data), Actual: checksum(data)}, check)
+
+	st, err := c.Stats(ctx, n.URL)
+	require.NoError(t, err)
+	require.Equal(t, "node-3", st.NodeID)
+	require.Equal(t, int64(1), st.BlobCount)
+	require.Equal(t, int64(len(data)), st.BytesUsed)
+
+	list, err := c.List(ctx, n.URL, "", 0)
+	require.NoError(t, err)
+	require.Equal(t, nodeclient.List{Blobs: []blob.Info{want}}, list)
+
+	require.NoError(t, c.Ready(ctx, n.URL))
+	require.NoError(t, c.Delete(ctx, n.URL, id))
+	require.NoError(t, c.Delete(ctx, n.URL, id), "deleting an absent blob succeeds")
+
+	_, err = c.Get(ctx, n.URL, id, nil)
+	requireKind(t, errs.NotFound, err)
+	var se *nodeclient.StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, http.StatusNotFound, se.Status)
+	require.Equal(t, "BLOB_NOT_FOUND", se.Code)
+	require.Contains(t, err.Error(), n.URL, "the error names the node")
+	require.Contains(t, err.Error(), "get "+id, "the error names the operation")
+	_, err = c.Head(ctx, n.URL, id)
+	requireKind(t, errs.NotFound, err)
+	_, err = c.Rehash(ctx, n.URL, id)
+	requireKind(t, errs.NotFound, err)
+}
+
+func TestListPages(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	var want []string
+	for i := range 5 {
+		id := fmt.Sprintf("blob-%d", i)
+		want = append(want, id)
+		_, _, err := c.Put(ctx, n.URL, id, checksum([]byte(id)), int64(len(id)), strings.NewReader(id))
+		require.NoError(t, err)
+	}
+	var got []string
+	after := ""
+	for {
+		page, err := c.List(ctx, n.URL, after, 2)
+		require.NoError(t, err)
+		for _, b := range page.Blobs {
+			got = append(got, b.ID)
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	require.Equal(t, want, got)
+	_, err := c.List(ctx, n.URL, "../", 2)
+	requireKind(t, errs.Invalid, err)
+}
+
+func TestWriteRefusals(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	id := uuid.NewString()
+	data, other := []byte("first"), []byte("second")
+	_, _, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+
+	_, _, err = c.Put(ctx, n.URL, uuid.NewString(), checksum(other), int64(len(data)), bytes.NewReader(data))
+	requireKind(t, errs.Corrupt, err)
+	_, _, err = c.Put(ctx, n.URL, id, checksum(other), int64(len(other)), bytes.NewReader(other))
+	requireKind(t, errs.Conflict, err)
+	_, _, err = c.Put(ctx, n.URL, "../../etc/passwd", checksum(data), int64(len(data)), bytes.NewReader(data))
+	requireKind(t, errs.Invalid, err)
+	_, _, err = c.Put(ctx, n.URL, uuid.NewString(), "not-a-checksum", int64(len(data)), bytes.NewReader(data))
+	requireKind(t, errs.Invalid, err)
+	_, err = c.Get(ctx, n.URL, "..", nil)
+	requireKind(t, errs.Invalid, err)
+}
+
+// TestCorruptionIsVisibleToTheReader flips a byte of a blob on disk: the
+// node's rehash reports it, and a GET still streams the stored bytes but
+// names the recorded checksum, so the reader can tell.
+func TestCorruptionIsVisibleToTheReader(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	id := uuid.NewString()
+	data := bytes.Repeat([]byte("good bytes "), 1000)
+	_, _, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+
+	p := filepath.Join(n.DataDir, id[:2], id[2:4], id)
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{'G'}, 5000)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	check, err := c.Rehash(ctx, n.URL, id)
+	require.NoError(t, err)
+	require.False(t, check.Intact())
+	require.Equal(t, checksum(data), check.Stored)
+
+	obj, err := c.Get(ctx, n.URL, id, nil)
+	require.NoError(t, err)
+	got, err := io.ReadAll(obj.Body)
+	require.NoError(t, err)
+	require.NoError(t, obj.Body.Close())
+	require.Len(t, got, len(data))
+	require.Equal(t, checksum(data), obj.Info.Checksum, "the header carries the recorded checksum")
+	require.NotEqual(t, obj.Info.Checksum, checksum(got), "so the reader sees the mismatch")
+
+	_, created, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+	require.True(t, created, "writing the blob again repairs the corrupt copy")
+	check, err = c.Rehash(ctx, n.URL, id)
+	require.NoError(t, err)
+	require.True(t, check.Intact())
+}
+
+// TestTraversalOverHTTP sends raw paths that try to leave the data
+// directory: each is refused before the node touches its disk.
+func TestTraversalOverHTTP(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	secret := filepath.Join(filepath.Dir(n.DataDir), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("do not serve"), 0o600))
+	for _, path := range []string{
+		"/internal/blobs/..%2F..%2Fetc%2Fpasswd",
+		"/internal/blobs/..%2Fsecret",
+		"/internal/blobs/%2e%2e",
+		"/internal/blobs/%2e%2e%2fsecret",
+		"/internal/blobs/..",
+		"/internal/blobs/../secret",
+		"/internal/blobs/../../etc/passwd",
+		"/internal/blobs/%2E%2E%5Csecret",
+		"/internal/blobs/ab%00cd",
+		"/internal/blobs/%2Fetc%2Fpasswd",
+		"/internal/blobs/..%2Fsecret/checksum",
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete} {
+			req, err := http.NewRequest(method, n.URL, strings.NewReader("x"))
+			require.NoError(t, err)
+			req.URL.Opaque = path
+			req.Header.Set("X-Checksum-Sha256", checksum([]byte("x")))
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Contains(t, []int{http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed}, resp.StatusCode, "%s %s", method, path)
+			require.NotContains(t, string(body), "do not serve")
+			require.NotContains(t, string(body), "root:")
+		}
+	}
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "do not serve", string(b), "nothing outside the data directory was touched")
+	require.Empty(t, filesUnder(t, n.DataDir), "nothing was written")
+}
+
+func TestConcurrentPutsOfOneID(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	id := uuid.NewString()
+	data := bytes.Repeat([]byte("concurrent "), 200_000) // past the Expect: 100-continue threshold
+	var (
+		wg      sync.WaitGroup
+		created atomic.Int32
+	)
+	for range 8 {
+		wg.Go(func() {
+			_, c, err := c.Put(context.Background(), n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+			assert.NoError(t, err)
+			if c {
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int32(1), created.Load(), "exactly one writer creates the blob")
+	st, err := c.Stats(context.Background(), n.URL)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.BlobCount)
+	require.Equal(t, []string{id[:2] + "/" + id[2:4] + "/" + id, id[:2] + "/" + id[2:4] + "/" + id + ".sha256"}, filesUnder(t, n.DataDir))
+}
+
+func TestStaleFilesAreRemovedAtStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	c := nodeclient.New(nodeclient.Options{})
+	first := nodetest.Start(t, nodetest.Options{Env: map[string]string{"STORAGE_DATA_DIRECTORY": dir}})
+	id := uuid.NewString()
+	_, _, err := c.Put(context.Background(), first.URL, id, checksum([]byte("kept")), 4, strings.NewReader("kept"))
+	require.NoError(t, err)
+	require.NoError(t, first.Stop())
+
+	shard := filepath.Join(dir, id[:2], id[2:4])
+	stale := []string{".tmp-" + id + "-12345", ".tmp-" + id + "-67890", id[:4] + "-orphan.sha256"}
+	for _, name := range stale {
+		require.NoError(t, os.WriteFile(filepath.Join(shard, name), []byte("left by a crash"), 0o600))
+	}
+	second := nodetest.Start(t, nodetest.Options{Env: map[string]string{"STORAGE_DATA_DIRECTORY": dir}})
+	files := filesUnder(t, dir)
+	for _, name := range stale {
+		require.NotContains(t, files, id[:2]+"/"+id[2:4]+"/"+name)
+	}
+	st, err := c.Stats(context.Background(), second.URL)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.BlobCount, "the blob written before the restart is counted")
+	require.Len(t, second.Logs("data directory opened"), 1)
+	require.EqualValues(t, 2, second.Logs("data directory opened")[0]["temp_files_removed"])
+}
+
+func TestRanges(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	id := uuid.NewString()
+	data := []byte("0123456789abcdefghij")
+	_, _, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		rng          *nodeclient.Range
+		header, want string
+		offset       int64
+	}{
+		{nodeclient.RangeBetween(2, 5), "bytes=2-5", "2345", 2},
+		{nodeclient.RangeFrom(15), "bytes=15-", "fghij", 15},
+		{nodeclient.RangeLast(3), "bytes=-3", "hij", 17},
+		{nodeclient.RangeBetween(18, 1000), "bytes=18-1000", "ij", 18},
+	} {
+		require.Equal(t, tc.header, tc.rng.String())
+		obj, err := c.Get(ctx, n.URL, id, tc.rng)
+		require.NoError(t, err)
+		got, err := io.ReadAll(obj.Body)
+		require.NoError(t, err)
+		require.NoError(t, obj.Body.Close())
+		require.Equal(t, tc.want, string(got), tc.header)
+		require.True(t, obj.Partial)
+		require.Equal(t, tc.offset, obj.Offset)
+		require.Equal(t, int64(len(tc.want)), obj.ContentLength)
+		require.Equal(t, fmt.Sprintf("bytes %d-%d/20", tc.offset, tc.offset+int64(len(tc.want))-1), obj.ContentRange)
+		require.Equal(t, blob.Info{ID: id, Size: 20, Checksum: checksum(data)}, obj.Info, "Info describes the whole blob")
+	}
+	_, err = c.Get(ctx, n.URL, id, nodeclient.RangeFrom(20))
+	requireKind(t, errs.Unsatisfiable, err)
+}
+
+func TestClusterToken(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Env: map[string]string{"CLUSTER_TOKEN": "s3cret"}})
+	ctx := context.Background()
+	for _, token := range []string{"", "wrong"} {
+		c := nodeclient.New(nodeclient.Options{Token: token})
+		_, err := c.Stats(ctx, n.URL)
+		requireKind(t, errs.Unauthorized, err)
+		_, _, err = c.Put(ctx, n.URL, uuid.NewString(), checksum(nil), 0, bytes.NewReader(nil))
+		requireKind(t, errs.Unauthorized, err)
+		require.NoError(t, c.Ready(ctx, n.URL), "health needs no token")
+	}
+	c := nodeclient.New(nodeclient.Options{Token: "s3cret"})
+	_, created, err := c.Put(ctx, n.URL, uuid.NewString(), checksum(nil), 0, bytes.NewReader(nil))
+	require.NoError(t, err)
+	require.True(t, created)
+	_, err = c.Stats(ctx, n.URL)
+	require.NoError(t, err)
+}
+
+// TestFullDisk fills a node's capacity: writes answer NoSpace (a large one
+// without its body crossing the network), while reads and readiness go on.
+func TestFullDisk(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{Env: map[string]string{"STORAGE_CAPACITY_BYTES": "1MiB"}})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	held := uuid.NewString()
+	data := bytes.Repeat([]byte{1}, 600<<10)
+	_, _, err := c.Put(ctx, n.URL, held, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+
+	more := bytes.Repeat([]byte{2}, 600<<10)
+	_, _, err = c.Put(ctx, n.URL, uuid.NewString(), checksum(more), int64(len(more)), bytes.NewReader(more))
+	requireKind(t, errs.NoSpace, err)
+	_, _, err = c.Put(ctx, n.URL, uuid.NewString(), checksum(more), -1, bytes.NewReader(more))
+	requireKind(t, errs.NoSpace, err) // an unknown length is refused once the bytes exceed the capacity
+
+	big := bytes.Repeat([]byte{3}, 8<<20)
+	bigID := uuid.NewString()
+	_, _, err = c.Put(ctx, n.URL, bigID, checksum(big), int64(len(big)), bytes.NewReader(big))
+	requireKind(t, errs.NoSpace, err)
+	var logged []map[string]any
+	for _, rec := range n.Logs("http request") {
+		if rec["path"] == "/internal/blobs/"+bigID {
+			logged = append(logged, rec)
+		}
+	}
+	require.Len(t, logged, 1)
+	require.EqualValues(t, 507, logged[0]["status"])
+	require.EqualValues(t, 0, logged[0]["bytes_in"], "the node refused before the body was sent")
+
+	obj, err := c.Get(ctx, n.URL, held, nil)
+	require.NoError(t, err, "a full node serves reads")
+	got, err := io.ReadAll(obj.Body)
+	require.NoError(t, err)
+	obj.Body.Close()
+	require.Equal(t, data, got)
+	require.NoError(t, c.Ready(ctx, n.URL), "a full node is ready")
+	_, created, err := c.Put(ctx, n.URL, held, checksum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+	require.False(t, created)
+	st, err := c.Stats(ctx, n.URL)
+	require.NoError(t, err)
+	require.LessOrEqual(t, st.FreeBytes, int64(1<<20-600<<10))
+	require.Equal(t, int64(1<<20), st.CapacityBytes)
+}
+
+func TestReadyFailsWhenTheDataDirectoryGoes(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	require.NoError(t, c.Ready(context.Background(), n.URL))
+	require.NoError(t, os.RemoveAll(n.DataDir))
+	err := c.Ready(context.Background(), n.URL)
+	requireKind(t, errs.Unavailable, err)
+	require.Contains(t, err.Error(), "data directory")
+}
+
+// stallingReader yields data and then either fails with err or, when err
+// is nil, blocks until released.
+type stallingReader struct {
+	data    []byte
+	err     error
+	release chan struct{}
+}
+
+func (s *stallingReader) Read(p []byte) (int, error) {
+	if len(s.data) > 0 {
+		n := copy(p, s.data)
+		s.data = s.data[n:]
+		return n, nil
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	<-s.release
+	return 0, io.ErrUnexpectedEOF
+}
+
+// TestBodyStopsMidStream breaks uploads halfway: the node keeps neither a
+// temp file nor a blob.
+func TestBodyStopsMidStream(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	data := bytes.Repeat([]byte("half "), 400_000) // 2 MB
+
+	t.Run("reader fails", func(t *testing.T) {
+		cause := errors.New("upstream went away")
+		id := uuid.NewString()
+		_, _, err := c.Put(context.Background(), n.URL, id, checksum(data), int64(len(data)), &stallingReader{data: data[:1<<20], err: cause})
+		requireKind(t, errs.Unavailable, err)
+		require.ErrorIs(t, err, cause)
+		requireNothingStored(t, n, c, id)
+	})
+	t.Run("caller cancels", func(t *testing.T) {
+		id := uuid.NewString()
+		release := make(chan struct{})
+		defer close(release)
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &stallingReader{data: data[:1<<20], release: release}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), r)
+			done <- err
+		}()
+		require.Eventually(t, func() bool {
+			m, _ := filepath.Glob(filepath.Join(n.DataDir, "*", "*", ".tmp-*"))
+			return len(m) > 0
+		}, 10*time.Second, time.Millisecond, "the upload has started")
+		cancel()
+		err := <-done
+		require.ErrorIs(t, err, context.Canceled)
+		requireNothingStored(t, n, c, id)
+	})
+}
+
+func requireNothingStored(t *testing.T, n *nodetest.Node, c *nodeclient.Client, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(filesUnder(t, n.DataDir)) == 0 }, 10*time.Second, time.Millisecond,
+		"no temp file or blob is left: %v", filesUnder(t, n.DataDir))
+	_, err := c.Head(context.Background(), n.URL, id)
+	requireKind(t, errs.NotFound, err)
+}
+
+func TestNodeDownIsUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := context.Background()
+	id := uuid.NewString()
+
+	_, _, err = c.Put(ctx, base, id, checksum([]byte("x")), 1, strings.NewReader("x"))
+	requireKind(t, errs.Unavailable, err)
+	require.Contains(t, err.Error(), base)
+	require.Contains(t, err.Error(), "put "+id)
+	_, err = c.Get(ctx, base, id, nil)
+	requireKind(t, errs.Unavailable, err)
+	_, err = c.Head(ctx, base, id)
+	requireKind(t, errs.Unavailable, err)
+	requireKind(t, errs.Unavailable, c.Delete(ctx, base, id))
+	_, err = c.Stats(ctx, base)
+	requireKind(t, errs.Unavailable, err)
+	requireKind(t, errs.Unavailable, c.Ready(ctx, base))
+}
+
+func TestRequestIDReachesTheNode(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	c := nodeclient.New(nodeclient.Options{})
+	ctx := nodeclient.WithRequestID(context.Background(), "upload-42")
+	require.Equal(t, "upload-42", nodeclient.RequestIDFrom(ctx))
+	require.Empty(t, nodeclient.RequestIDFrom(context.Background()))
+	id := uuid.NewString()
+	_, _, err := c.Put(ctx, n.URL, id, checksum([]byte("x")), 1, strings.NewReader("x"))
+	require.NoError(t, err)
+	_, err = c.Head(ctx, n.URL, id)
+	require.NoError(t, err)
+	var seen int
+	for _, rec := range n.Logs("http request") {
+		if rec["request_id"] == "upload-42" {
+			seen++
+		}
+	}
+	require.Equal(t, 2, seen, "both calls are logged under the caller's request id")
+}
+
+// TestConnectionsAreReused makes many calls and counts the dials.
+func TestConnectionsAreReused(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	tr := nodeclient.NewTransport()
+	var dials atomic.Int32
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	c := nodeclient.New(nodeclient.Options{Transport: tr})
+	ctx := context.Background()
+	id := uuid.NewString()
+	data := []byte("reuse me")
+	for range 10 {
+		_, _, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
+		require.NoError(t, err)
+		obj, err := c.Get(ctx, n.URL, id, nil)
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, obj.Body)
+		require.NoError(t, err)
+		require.NoError(t, obj.Body.Close())
+		_, err = c.Head(ctx, n.URL, id)
+		require.NoError(t, err)
+		_, err = c.Stats(ctx, n.URL)
+		require.NoError(t, err)
+		_, err = c.Get(ctx, n.URL, uuid.NewString(), nil)
+		requireKind(t, errs.NotFound, err)
+	}
+	require.Equal(t, int32(1), dials.Load(), "sequential calls share one kept-alive connection")
+}

@@ -1,0 +1,562 @@
+// Package nodeclient is the HTTP client the coordinator uses to reach storage
+// nodes. Blob bodies are streamed both ways; no call holds a blob in memory.
+//
+// Every failure is an errs error that names the node and the operation and
+// wraps the cause: a node that cannot be reached, times out or answers 5xx is
+// errs.Unavailable (except 507, errs.NoSpace); 400 is errs.Invalid, 401
+// errs.Unauthorized, 404 errs.NotFound, 409 errs.Conflict, 416
+// errs.Unsatisfiable and 422 errs.Corrupt. A node's own error answer is kept
+// as a *StatusError in the chain.
+//
+// Streaming calls (Put, Get) have no whole-call timeout, so a large transfer
+// is never cut off: they are bounded by the caller's context, the dial
+// timeout and a wait-for-answer timeout (Get: the time to the response
+// headers; Put: the time from the end of the body to the answer).
+package nodeclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout       = 5 * time.Second
+	DefaultVerifyTimeout = 2 * time.Minute
+	// DialTimeout bounds connecting to a node in the default transport.
+	DialTimeout = 3 * time.Second
+)
+
+// expectContinueMin is the body size from which Put asks the node to confirm
+// before the body is sent (Expect: 100-continue): a node that refuses (409,
+// 507) or already holds the blob (200) then answers without the body
+// crossing the network. Smaller bodies are not worth the extra round trip.
+const expectContinueMin = 1 << 20
+
+// Options configure a Client.
+type Options struct {
+	// Token is the cluster token sent as a bearer token; empty sends none.
+	Token string
+	// Timeout bounds non-streaming calls as a whole and, for Get, the wait
+	// for the response headers. Default DefaultTimeout.
+	Timeout time.Duration
+	// VerifyTimeout bounds work a node does in proportion to a blob's size
+	// before it can answer: hashing and syncing a Put after the body is sent,
+	// and a whole Rehash. Default DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
+	// Transport carries the calls; nil uses NewTransport(). Share one
+	// transport so connections to a node are reused.
+	Transport *http.Transport
+}
+
+// Client calls storage nodes. It is safe for concurrent use.
+type Client struct {
+	hc            *http.Client
+	token         string
+	timeout       time.Duration
+	verifyTimeout time.Duration
+}
+
+// NewTransport returns a transport tuned for many concurrent calls to a
+// handful of nodes: kept-alive connections, many idle ones per node, bounded
+// dials, no proxy (node traffic is internal).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        64 << 10,
+	}
+}
+
+// New returns a client.
+func New(opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.VerifyTimeout <= 0 {
+		opts.VerifyTimeout = DefaultVerifyTimeout
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	return &Client{
+		hc:            &http.Client{Transport: opts.Transport},
+		token:         opts.Token,
+		timeout:       opts.Timeout,
+		verifyTimeout: opts.VerifyTimeout,
+	}
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns a context whose calls carry id as X-Request-Id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id WithRequestID put in ctx, or "".
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// StatusError is a node's error answer.
+type StatusError struct {
+	Status  int
+	Code    string // the stable code of the answer, such as BLOB_NOT_FOUND
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("%d %s", e.Status, e.Message)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Range asks for part of a blob. Build one with RangeFrom, RangeBetween or
+// RangeLast.
+type Range struct {
+	start, end int64 // end is inclusive; -1 means through the end
+	suffix     int64 // > 0: the last suffix bytes
+}
+
+// RangeFrom asks for the bytes from offset start to the end.
+func RangeFrom(start int64) *Range { return &Range{start: start, end: -1} }
+
+// RangeBetween asks for the bytes from offset start to offset end, inclusive.
+func RangeBetween(start, end int64) *Range { return &Range{start: start, end: end} }
+
+// RangeLast asks for the last n bytes.
+func RangeLast(n int64) *Range { return &Range{suffix: n} }
+
+// String returns the value of the Range header.
+func (r *Range) String() string {
+	switch {
+	case r.suffix > 0:
+		return fmt.Sprintf("bytes=-%d", r.suffix)
+	case r.end < 0:
+		return fmt.Sprintf("bytes=%d-", r.start)
+	default:
+		return fmt.Sprintf("bytes=%d-%d", r.start, r.end)
+	}
+}
+
+// Object is a blob being read. The caller must close Body.
+type Object struct {
+	Body io.ReadCloser
+	// Info is the whole blob: its full size and the checksum the node
+	// recorded when it was written. The bytes are not verified by the node:
+	// hash Body and compare with Info.Checksum.
+	Info blob.Info
+	// ContentLength is the number of bytes in Body.
+	ContentLength int64
+	// Partial is set when Body is a range of the blob; Offset is then the
+	// offset of its first byte and ContentRange the node's Content-Range.
+	Partial      bool
+	Offset       int64
+	ContentRange string
+}
+
+// List is one page of a node's blobs. Next is the cursor of the following
+// page, empty on the last.
+type List struct {
+	Blobs []blob.Info
+	Next  string
+}
+
+var (
+	errAnswerTimeout = errors.New("the node did not answer in time")
+	errTimeout       = errors.New("the call timed out")
+)
+
+// call is one request to a node.
+type call struct {
+	method, node, path, op string
+	query                  url.Values
+	header                 http.Header
+	body                   io.Reader
+	size                   int64 // the body's length when body != nil; -1 unknown
+}
+
+func (c *Client) newRequest(ctx context.Context, k call) (*http.Request, error) {
+	u := strings.TrimRight(k.node, "/") + k.path
+	if len(k.query) > 0 {
+		u += "?" + k.query.Encode()
+	}
+	body := k.body
+	if body != nil && k.size == 0 {
+		body = http.NoBody
+	}
+	req, err := http.NewRequestWithContext(ctx, k.method, u, body)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "node %s: %s", k.node, k.op)
+	}
+	if body != nil && body != http.NoBody {
+		req.ContentLength = k.size
+	}
+	for name, v := range k.header {
+		req.Header[name] = v
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if id := RequestIDFrom(ctx); id != "" {
+		req.Header.Set(wire.HeaderRequestID, id)
+	}
+	req.Header.Set("User-Agent", "dfs-nodeclient")
+	return req, nil
+}
+
+// do sends a call whose answer is small, bounding the whole call by timeout,
+// and returns the response with its body read (at most maxBody bytes) when
+// the status is one of ok; any other status is an error.
+func (c *Client) do(ctx context.Context, k call, timeout time.Duration, ok ...int) (*http.Response, []byte, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	defer cancel()
+	req, err := c.newRequest(ctx, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, unreachable(ctx, k, err)
+	}
+	defer resp.Body.Close()
+	const maxBody = 16 << 20
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, nil, unreachable(ctx, k, err)
+	}
+	for _, s := range ok {
+		if resp.StatusCode == s {
+			return resp, b, nil
+		}
+	}
+	return nil, nil, statusError(k, resp.StatusCode, b)
+}
+
+// unreachable wraps a transport failure: the node is, for this call, down.
+func unreachable(ctx context.Context, k call, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", cause, err)
+	}
+	return errs.Wrap(errs.Unavailable, err, "node %s: %s", k.node, k.op)
+}
+
+// statusError turns a node's error answer into an errs error of the kind its
+// status means.
+func statusError(k call, status int, body []byte) error {
+	se := &StatusError{Status: status}
+	var eb httpx.ErrorBody
+	if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+		se.Code, se.Message = eb.Error, eb.Message
+	} else {
+		se.Message = strings.TrimSpace(string(body[:min(len(body), 512)]))
+	}
+	return &errs.Error{Kind: kindOfStatus(status), Msg: fmt.Sprintf("node %s: %s", k.node, k.op), Err: se}
+}
+
+func kindOfStatus(status int) errs.Kind {
+	switch status {
+	case http.StatusBadRequest:
+		return errs.Invalid
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return errs.Unauthorized
+	case http.StatusNotFound:
+		return errs.NotFound
+	case http.StatusConflict:
+		return errs.Conflict
+	case http.StatusRequestEntityTooLarge:
+		return errs.TooLarge
+	case http.StatusRequestedRangeNotSatisfiable:
+		return errs.Unsatisfiable
+	case http.StatusUnprocessableEntity:
+		return errs.Corrupt
+	case http.StatusInsufficientStorage:
+		return errs.NoSpace
+	}
+	if status >= 500 {
+		return errs.Unavailable
+	}
+	return errs.Other
+}
+
+// Put streams size bytes of body to node as blob id, declaring checksum (the
+// SHA-256 of the bytes, hex). size < 0 means unknown (the body is sent
+// chunked). created reports whether the node wrote the blob (201) or
+// already held an intact copy with that checksum (200).
+func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64, body io.Reader) (info blob.Info, created bool, err error) {
+	k := call{method: http.MethodPut, node: node, path: wire.BlobPath(id), op: "put " + id,
+		header: http.Header{wire.HeaderChecksum: {checksum}}, size: size}
+	if size < 0 || size >= expectContinueMin {
+		k.header.Set("Expect", "100-continue")
+	}
+
+	// The answer may rightly take a while after the body is sent (the node
+	// hashes and syncs it), but not forever: the wait starts when the body
+	// ends.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wait := &answerTimer{d: c.verifyTimeout, fire: func() { cancel(errAnswerTimeout) }}
+	defer wait.stop()
+	k.body = &eofNotifier{r: body, onEOF: wait.start}
+	if size == 0 {
+		wait.start()
+	}
+	req, err := c.newRequest(ctx, k)
+	if err != nil {
+		return blob.Info{}, false, err
+	}
+	resp, err := c.hc.Do(req)
+	wait.stop()
+	if err != nil {
+		return blob.Info{}, false, unreachable(ctx, k, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return blob.Info{}, false, unreachable(ctx, k, err)
+	}
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return blob.Info{}, false, statusError(k, resp.StatusCode, b)
+	}
+	var bi wire.BlobInfo
+	if err := json.Unmarshal(b, &bi); err != nil {
+		return blob.Info{}, false, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
+	}
+	return blob.Info{ID: bi.ID, Size: bi.Size, Checksum: bi.Checksum}, resp.StatusCode == http.StatusCreated, nil
+}
+
+// answerTimer fires d after start unless stopped first. The transport reads
+// the body (and so starts the timer) on its own goroutine, hence the lock.
+type answerTimer struct {
+	d    time.Duration
+	fire func()
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (a *answerTimer) start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.stopped && a.t == nil {
+		a.t = time.AfterFunc(a.d, a.fire)
+	}
+}
+
+func (a *answerTimer) stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = true
+	if a.t != nil {
+		a.t.Stop()
+	}
+}
+
+// eofNotifier calls onEOF once, when the body it wraps is exhausted.
+type eofNotifier struct {
+	r     io.Reader
+	onEOF func()
+	done  bool
+}
+
+func (e *eofNotifier) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF && !e.done {
+		e.done = true
+		e.onEOF()
+	}
+	return n, err
+}
+
+// Get opens blob id on node, or the part rng names (nil: all of it). The
+// node serves the bytes as stored; Object.Info.Checksum is what they should
+// hash to.
+func (c *Client) Get(ctx context.Context, node, id string, rng *Range) (*Object, error) {
+	k := call{method: http.MethodGet, node: node, path: wire.BlobPath(id), op: "get " + id}
+	if rng != nil {
+		k.header = http.Header{"Range": {rng.String()}}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	req, err := c.newRequest(ctx, k)
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	timer := time.AfterFunc(c.timeout, func() { cancel(errAnswerTimeout) })
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		timer.Stop()
+		err = unreachable(ctx, k, err)
+		cancel(nil)
+		return nil, err
+	}
+	if !timer.Stop() { // the timeout fired as the headers arrived: the body is cancelled
+		resp.Body.Close()
+		cancel(nil)
+		return nil, errs.Wrap(errs.Unavailable, errAnswerTimeout, "node %s: %s", node, k.op)
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		defer cancel(nil)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, statusError(k, resp.StatusCode, b)
+	}
+	info, err := infoFromHeaders(id, resp.Header)
+	if err != nil {
+		resp.Body.Close()
+		cancel(nil)
+		return nil, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
+	}
+	obj := &Object{
+		Body:          &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }},
+		Info:          info,
+		ContentLength: resp.ContentLength,
+		Partial:       resp.StatusCode == http.StatusPartialContent,
+		ContentRange:  resp.Header.Get("Content-Range"),
+	}
+	if obj.Partial {
+		obj.Offset = rangeStart(obj.ContentRange)
+	}
+	return obj, nil
+}
+
+// cancelOnClose releases the call's context with its body.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// rangeStart returns the first offset of a "bytes a-b/n" Content-Range.
+func rangeStart(cr string) int64 {
+	spec, _ := strings.CutPrefix(cr, "bytes ")
+	first, _, _ := strings.Cut(spec, "-")
+	n, _ := strconv.ParseInt(first, 10, 64)
+	return n
+}
+
+func infoFromHeaders(id string, h http.Header) (blob.Info, error) {
+	size, err := strconv.ParseInt(h.Get(wire.HeaderBlobSize), 10, 64)
+	if err != nil {
+		return blob.Info{}, fmt.Errorf("header %s: %w", wire.HeaderBlobSize, err)
+	}
+	return blob.Info{ID: id, Size: size, Checksum: h.Get(wire.HeaderChecksum)}, nil
+}
+
+// Head describes blob id on node without reading it.
+func (c *Client) Head(ctx context.Context, node, id string) (blob.Info, error) {
+	k := call{method: http.MethodHead, node: node, path: wire.BlobPath(id), op: "head " + id}
+	resp, _, err := c.do(ctx, k, c.timeout, http.StatusOK)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	info, err := infoFromHeaders(id, resp.Header)
+	if err != nil {
+		return blob.Info{}, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
+	}
+	return info, nil
+}
+
+// Delete removes blob id from node. Removing an absent blob succeeds.
+func (c *Client) Delete(ctx context.Context, node, id string) error {
+	k := call{method: http.MethodDelete, node: node, path: wire.BlobPath(id), op: "delete " + id}
+	_, _, err := c.do(ctx, k, c.timeout, http.StatusNoContent, http.StatusOK)
+	return err
+}
+
+// Rehash makes node re-read blob id and compare it with its recorded
+// checksum.
+func (c *Client) Rehash(ctx context.Context, node, id string) (blob.Check, error) {
+	k := call{method: http.MethodGet, node: node, path: wire.ChecksumPath(id), op: "rehash " + id}
+	var r wire.ChecksumReport
+	if err := c.getJSON(ctx, k, c.verifyTimeout, &r); err != nil {
+		return blob.Check{}, err
+	}
+	return blob.Check{ID: r.ID, Size: r.Size, Stored: r.StoredChecksum, Actual: r.ActualChecksum}, nil
+}
+
+// Stats returns node's counts and free space.
+func (c *Client) Stats(ctx context.Context, node string) (wire.Stats, error) {
+	var s wire.Stats
+	err := c.getJSON(ctx, call{method: http.MethodGet, node: node, path: wire.PathStats, op: "stats"}, c.timeout, &s)
+	return s, err
+}
+
+// List returns up to limit of node's blobs whose ids sort after the cursor
+// after, in id order. limit <= 0 asks for the node's default page size.
+func (c *Client) List(ctx context.Context, node, after string, limit int) (List, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var l wire.BlobList
+	if err := c.getJSON(ctx, call{method: http.MethodGet, node: node, path: wire.PathBlobs, query: q, op: "list"}, c.timeout, &l); err != nil {
+		return List{}, err
+	}
+	out := List{Blobs: make([]blob.Info, 0, len(l.Blobs)), Next: l.Next}
+	for _, b := range l.Blobs {
+		out.Blobs = append(out.Blobs, blob.Info{ID: b.ID, Size: b.Size, Checksum: b.Checksum})
+	}
+	return out, nil
+}
+
+// Ready reports whether node is ready: nil, or an errs.Unavailable error
+// carrying the node's reason.
+func (c *Client) Ready(ctx context.Context, node string) error {
+	k := call{method: http.MethodGet, node: node, path: wire.PathReady, op: "ready"}
+	_, b, err := c.do(ctx, k, c.timeout, http.StatusOK, http.StatusServiceUnavailable)
+	if err != nil {
+		return err
+	}
+	var h wire.Health
+	if err := json.Unmarshal(b, &h); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node %s: ready: malformed answer", node)
+	}
+	if h.Status != wire.StatusUp {
+		return errs.E(errs.Unavailable, "node %s: not ready: %s", node, h.Reason)
+	}
+	return nil
+}
+
+func (c *Client) getJSON(ctx context.Context, k call, timeout time.Duration, v any) error {
+	_, b, err := c.do(ctx, k, timeout, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", k.node, k.op)
+	}
+	return nil
+}
