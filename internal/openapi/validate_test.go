@@ -78,6 +78,12 @@ func TestValidAnswersPass(t *testing.T) {
 		{"drain report", "DELETE", "/api/nodes/node-2", 200, jsonHeader(),
 			`{"node":` + node + `,"drain":{"node":"node-2","filesRemaining":0,"complete":true,"run":{"trigger":"DEREGISTERED","node":"node-2",
 			  "filesScanned":3,"filesAffected":3,"copiesCreated":3,"copiesRemoved":3,"primariesPromoted":1,"failures":0,"unrecoverableFiles":[],"durationMs":12}}}`},
+		{"encoded slash stays in the id", "GET", "/api/files/..%2F..%2Fetc/metadata", 400, jsonHeader(),
+			strings.Replace(errorBody, `404,"error":"FILE_NOT_FOUND"`, `400,"error":"INVALID_REQUEST"`, 1)},
+		{"router 404", "GET", "/api/nothing", 404, jsonHeader(),
+			strings.Replace(errorBody, "FILE_NOT_FOUND", "NOT_FOUND", 1)},
+		{"router 405", "PUT", "/api/files", 405, jsonHeader(),
+			strings.Replace(errorBody, `404,"error":"FILE_NOT_FOUND"`, `405,"error":"METHOD_NOT_ALLOWED"`, 1)},
 		{"metrics", "GET", "/metrics", 200, http.Header{"Content-Type": {"text/plain; version=0.0.4; charset=utf-8"}, "X-Request-Id": {"r"}},
 			"# HELP x y\n# TYPE x counter\nx 1\n"},
 	}
@@ -118,6 +124,8 @@ func TestWrongAnswersFail(t *testing.T) {
 		}(), "%PDF-"}, "X-Served-By-Node"},
 		{sample{"range without Content-Range", "GET", "/api/files/" + fileID, 206, downloadHeader(), "%P"}, "Content-Range"},
 		{sample{"no such operation", "PUT", "/api/files", 200, jsonHeader(), "{}"}, "no operation"},
+		{sample{"router 404 with another code", "GET", "/api/nothing", 404, jsonHeader(), errorBody}, "not NOT_FOUND"},
+		{sample{"router 405 not in the error shape", "PUT", "/api/files", 405, jsonHeader(), `{"error":"METHOD_NOT_ALLOWED"}`}, "not an Error"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

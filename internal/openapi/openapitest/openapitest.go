@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -79,21 +80,29 @@ func Operations() ([]string, error) {
 	return out, nil
 }
 
-// Validate checks one answer to req against the document: the operation must
-// exist, the status must be one the operation documents, and the headers and
-// body must match what the document says for that status. Undocumented
-// statuses fail, and string formats (date-time) are checked.
+// Validate checks one answer to req against the document: the status must be
+// one the request's operation documents, and the headers and body must match
+// what the document says for that status. Undocumented statuses fail, and
+// string formats (date-time) are checked. A request no operation covers may
+// only get the router's own 404 NOT_FOUND or 405 METHOD_NOT_ALLOWED in the
+// Error shape, so every answer of the coordinator can be validated.
 func Validate(req *http.Request, status int, header http.Header, body []byte) error {
 	l, err := load()
 	if err != nil {
 		return err
 	}
-	route, params, err := l.router.FindRoute(req)
+	// Route on the escaped path, as chi does, so an id holding an encoded
+	// slash stays one path segment.
+	routed := *req
+	u := *req.URL
+	u.Path, u.RawPath = req.URL.EscapedPath(), ""
+	routed.URL = &u
+	route, params, err := l.router.FindRoute(&routed)
 	if err != nil {
-		return fmt.Errorf("%s %s: no operation in the OpenAPI document: %w", req.Method, req.URL.Path, err)
+		return validateUnrouted(l.doc, req, status, header, body, err)
 	}
 	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: &routed, PathParams: params, Route: route},
 		Status:                 status,
 		Header:                 header,
 		Options: &openapi3filter.Options{
@@ -110,6 +119,48 @@ func Validate(req *http.Request, status int, header http.Header, body []byte) er
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		return fmt.Errorf("%s %s answered %d, which the OpenAPI document does not allow: %w\nbody: %s",
 			req.Method, req.URL.Path, status, err, quote(body))
+	}
+	return nil
+}
+
+// validateUnrouted checks the answer to a request that no operation covers:
+// only the router's own 404 NOT_FOUND (unknown path) or 405
+// METHOD_NOT_ALLOWED (known path, other method), in the Error shape, is
+// allowed there.
+func validateUnrouted(doc *openapi3.T, req *http.Request, status int, header http.Header, body []byte, routeErr error) error {
+	var wantStatus int
+	var wantCode string
+	if re := (*routers.RouteError)(nil); errors.As(routeErr, &re) {
+		switch re.Reason {
+		case routers.ErrPathNotFound.Error():
+			wantStatus, wantCode = http.StatusNotFound, "NOT_FOUND"
+		case routers.ErrMethodNotAllowed.Error():
+			wantStatus, wantCode = http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED"
+		}
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s %s answered %d, and no operation in the OpenAPI document covers the request (%v): %s\nbody: %s",
+			req.Method, req.URL.Path, status, routeErr, fmt.Sprintf(format, args...), quote(body))
+	}
+	if wantStatus == 0 || status != wantStatus {
+		return fail("only the router's own 404 or 405 may answer it")
+	}
+	if ct := header.Get("Content-Type"); ct != "application/json" {
+		return fail("Content-Type is %q, not application/json", ct)
+	}
+	if header.Get("X-Request-Id") == "" {
+		return fail("no X-Request-Id")
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fail("the body is not JSON: %v", err)
+	}
+	schema := doc.Components.Schemas["Error"].Value
+	if err := schema.VisitJSON(v, openapi3.EnableFormatValidation(), openapi3.DisableSchemaErrorDetails()); err != nil {
+		return fail("the body is not an Error: %v", err)
+	}
+	if code := v.(map[string]any)["error"]; code != wantCode {
+		return fail("the error code is %v, not %s", code, wantCode)
 	}
 	return nil
 }
