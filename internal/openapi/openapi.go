@@ -55,10 +55,11 @@ const (
 
 // contentSecurityPolicy lets the UI load nothing but what this binary serves:
 // scripts only from files (no inline script), styles from files and the
-// inline styles Swagger UI sets, images from files and data: URLs, and
-// fetches (the document, "Try it out") to this origin only.
+// inline styles Swagger UI sets, images from files, data: URLs and blob: URLs
+// (the preview of a downloaded image in "Try it out"), and fetches (the
+// document, "Try it out") to this origin only.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
-	"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; " +
+	"img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; " +
 	"form-action 'self'; frame-ancestors 'none'"
 
 const (
