@@ -36,6 +36,16 @@ func commands() map[string]command {
 	return map[string]command{
 		"ring":    {summary: "answer placement queries read from stdin (see `dfs ring -h`)", run: runRing},
 		"cluster": {summary: "run a local cluster of real processes: `dfs cluster up`", run: runCluster},
+
+		"put":       {summary: "upload files: `dfs put FILE…`", run: runPut},
+		"get":       {summary: "download a file: `dfs get ID [-o PATH]`", run: runGet},
+		"ls":        {summary: "list stored files, newest first", run: runLs},
+		"info":      {summary: "show a file's metadata and where its copies are", run: runInfo},
+		"rm":        {summary: "delete a file and all its copies", run: runRm},
+		"verify":    {summary: "re-hash every copy of a file, rebuilding bad ones", run: runVerify},
+		"nodes":     {summary: "list the storage nodes: status, ring membership, keyspace share", run: runNodes},
+		"health":    {summary: "show the cluster's health (exit status 0 only when UP)", run: runHealth},
+		"rebalance": {summary: "reconcile every file's copies with the ring now", run: runRebalance},
 	}
 }
 

@@ -2,10 +2,10 @@ package client
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -21,19 +21,24 @@ import (
 	"github.com/dfs-project/dfs/internal/httpx"
 )
 
-// generator yields n pseudo-random bytes without holding them: the stand-in
-// for a file far larger than anything the client may buffer. Its stream does
-// not depend on how it is read.
+// generator yields n bytes without holding them: the stand-in for a file far
+// larger than anything the client may buffer. It repeats a random block whose
+// length is prime, so that no power-of-two buffer lines up with its period
+// and a lost or repeated chunk changes the stream's hash.
 type generator struct {
-	state uint64
+	block []byte
+	pos   int
 	left  int64
-	word  [8]byte
-	used  int // bytes of word already given out
 	read  atomic.Int64
 }
 
 func newGenerator(seed uint64, n int64) *generator {
-	return &generator{state: seed | 1, left: n, used: 8}
+	block := make([]byte, 65521)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for i := range block {
+		block[i] = byte(rng.Uint32())
+	}
+	return &generator{block: block, left: n}
 }
 
 func (g *generator) Read(p []byte) (int, error) {
@@ -44,16 +49,8 @@ func (g *generator) Read(p []byte) (int, error) {
 		p = p[:g.left]
 	}
 	for i := 0; i < len(p); {
-		if g.used == 8 {
-			// xorshift64: cheap, and every byte depends on the seed.
-			g.state ^= g.state << 13
-			g.state ^= g.state >> 7
-			g.state ^= g.state << 17
-			binary.LittleEndian.PutUint64(g.word[:], g.state)
-			g.used = 0
-		}
-		n := copy(p[i:], g.word[g.used:])
-		g.used += n
+		n := copy(p[i:], g.block[g.pos:])
+		g.pos = (g.pos + n) % len(g.block)
 		i += n
 	}
 	g.left -= int64(len(p))
@@ -135,14 +132,16 @@ func TestUploadStreamsWithoutBuffering(t *testing.T) {
 	const size = 64 << 20
 	got := make(chan received, 1)
 	c := newClient(t, uploadServer(t, got).URL)
-	want := sha256Of(t, newGenerator(42, size))
+	sent := sha256.New()
+	src := io.TeeReader(newGenerator(42, size), sent)
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	res, err := c.Upload(t.Context(), "big.bin", newGenerator(42, size), size, UploadOptions{})
+	res, err := c.Upload(t.Context(), "big.bin", src, size, UploadOptions{})
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
+	want := hex.EncodeToString(sent.Sum(nil))
 
 	allocated := after.TotalAlloc - before.TotalAlloc
 	require.Less(t, allocated, uint64(8<<20), "upload of %d bytes allocated %d bytes (client and server together)", size, allocated)

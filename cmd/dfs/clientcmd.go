@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/httpx"
+)
+
+// Exit codes of the client commands, for scripts. The offline commands use
+// the first three as well.
+const (
+	exitOK          = 0 // done
+	exitFailed      = 1 // the operation failed: an error answer, a file not found, a broken transfer
+	exitUsage       = 2 // the command line is wrong
+	exitUnreachable = 3 // no answer from the coordinator at all
+)
+
+// defaultURL is where the client commands look for a coordinator when
+// neither -url nor DFS_URL says otherwise: where `make run` starts one.
+const defaultURL = "http://localhost:8080"
+
+// commonHelp ends every client command's help.
+const commonHelp = `
+The coordinator is -url, else $DFS_URL, else ` + defaultURL + `.
+
+Exit status: 0 success; 1 the operation failed (an error answer such as a
+file not found, a broken or corrupt transfer); 2 bad usage; 3 the
+coordinator cannot be reached.
+`
+
+// clientCmd is what every client command shares: its flags, its streams and,
+// once the flags are parsed, the client.
+type clientCmd struct {
+	name string
+	s    stdio
+	fs   *flag.FlagSet
+	url  string
+	json bool
+	c    *client.Client
+}
+
+// newClientCmd prepares a command's flag set with the common flags; help is
+// the command's own usage text, printed before the flags.
+func newClientCmd(name, help string, s stdio) *clientCmd {
+	cc := &clientCmd{name: name, s: s, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	url := os.Getenv("DFS_URL")
+	if url == "" {
+		url = defaultURL
+	}
+	cc.fs.StringVar(&cc.url, "url", url, "the coordinator's URL (default: $DFS_URL, else "+defaultURL+")")
+	cc.fs.BoolVar(&cc.json, "json", false, "print the API's JSON answer instead of a summary")
+	cc.fs.SetOutput(s.err)
+	cc.fs.Usage = func() {
+		out := cc.fs.Output()
+		io.WriteString(out, help)
+		io.WriteString(out, "\nflags:\n")
+		cc.fs.PrintDefaults()
+		io.WriteString(out, commonHelp)
+	}
+	return cc
+}
+
+// parse parses flags given before, between and after the arguments (so that
+// `dfs get ID -o out` works like `dfs get -o out ID`; everything after "--"
+// is an argument) and checks the argument count against [min, max] (max < 0:
+// no limit). When done is true the command must exit with code.
+func (cc *clientCmd) parse(args []string, minArgs, maxArgs int) (pos []string, code int, done bool) {
+	for {
+		if err := cc.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, true
+			}
+			return nil, exitUsage, true
+		}
+		rest := cc.fs.Args()
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	switch {
+	case len(pos) < minArgs:
+		fmt.Fprintf(cc.s.err, "dfs %s: missing argument\n", cc.name)
+	case maxArgs >= 0 && len(pos) > maxArgs:
+		fmt.Fprintf(cc.s.err, "dfs %s: unexpected argument %q\n", cc.name, pos[maxArgs])
+	default:
+		c, err := client.New(cc.url, client.Options{})
+		if err != nil {
+			fmt.Fprintf(cc.s.err, "dfs %s: %v (set -url or DFS_URL)\n", cc.name, err)
+			return nil, exitUsage, true
+		}
+		cc.c = c
+		return pos, exitOK, false
+	}
+	fmt.Fprintf(cc.s.err, "run `dfs %s -h` for help\n", cc.name)
+	return nil, exitUsage, true
+}
+
+// usageError reports a wrong command line.
+func (cc *clientCmd) usageError(format string, args ...any) int {
+	fmt.Fprintf(cc.s.err, "dfs %s: %s\nrun `dfs %s -h` for help\n", cc.name, fmt.Sprintf(format, args...), cc.name)
+	return exitUsage
+}
+
+// fail reports err with advice on what to do and returns the exit code.
+func (cc *clientCmd) fail(err error) int {
+	fmt.Fprintf(cc.s.err, "dfs %s: %v\n", cc.name, err)
+	if hint := cc.hint(err); hint != "" {
+		fmt.Fprintf(cc.s.err, "  %s\n", hint)
+	}
+	return exitCode(err)
+}
+
+func exitCode(err error) int {
+	var ce *client.ConnError
+	if errors.As(err, &ce) {
+		return exitUnreachable
+	}
+	return exitFailed
+}
+
+// hint says what a user can do about err, or nothing when its message says it
+// all.
+func (cc *clientCmd) hint(err error) string {
+	var ce *client.ConnError
+	if errors.As(err, &ce) {
+		return "is it running? start one with `make run` (or `dfs cluster up`), or point -url or DFS_URL at it"
+	}
+	if errors.Is(err, context.Canceled) {
+		return ""
+	}
+	var ae *client.APIError
+	if !errors.As(err, &ae) {
+		if errs.KindOf(err) == errs.Corrupt {
+			return "nothing was saved; try again: the coordinator quarantines a bad copy and serves another"
+		}
+		return ""
+	}
+	switch ae.Code {
+	case httpx.CodeFileNotFound:
+		return "`dfs ls` lists the stored files"
+	case httpx.CodeNodeNotFound:
+		return "`dfs nodes` lists the known storage nodes"
+	case httpx.CodeNoHealthyNodes:
+		return "no storage node is on the ring yet: start storage nodes; `dfs nodes` shows their state (a new node joins after two good health checks)"
+	case httpx.CodeStorageUnavailable:
+		return "`dfs nodes` and `dfs health` show which storage nodes are down"
+	case httpx.CodeMetadataUnavailable:
+		return "the coordinator cannot reach its metadata store (DATABASE_URL); `dfs health` shows its state"
+	case httpx.CodeFileTooLarge:
+		return "the coordinator's MAX_FILE_SIZE bounds uploads; raise it there to store larger files"
+	case httpx.CodeInternal:
+		return "the coordinator's log has the detail: look for request id " + ae.RequestID
+	case httpx.CodeNotFound, httpx.CodeMethodNotAllowed, "":
+		return "is " + cc.c.BaseURL() + " a dfs coordinator? set -url or DFS_URL"
+	}
+	return ""
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (cc *clientCmd) printJSON(v any) {
+	enc := json.NewEncoder(cc.s.out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// humanBytes formats a size with binary units: 512 B, 1.5 KiB, 1.0 GiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// orNone joins a list for display, saying so when it is empty.
+func orNone(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}

@@ -1,0 +1,452 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/httpx"
+)
+
+// dfs runs a command against url in-process, with -url given first.
+func dfs(t *testing.T, url, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	full := append([]string{args[0], "-url", url}, args[1:]...)
+	return runDFS(t, stdin, full...)
+}
+
+// deadURL is a loopback address nothing listens on.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return "http://" + addr
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+// dirEntries lists the names in dir, to show that nothing half-written is
+// left behind.
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+var uuidAtStart = regexp.MustCompile(`(?m)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}  `)
+
+func TestEveryClientCommandReportsAnUnreachableCoordinator(t *testing.T) {
+	url := deadURL(t)
+	file := writeFile(t, t.TempDir(), "a.txt", "a")
+	for _, args := range [][]string{
+		{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
+		{"nodes"}, {"health"}, {"rebalance"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, stdout, stderr := dfs(t, url, "", args...)
+			require.Equal(t, exitUnreachable, code, stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, "cannot reach the coordinator at "+url)
+			require.Contains(t, stderr, "`make run`")
+			require.Contains(t, stderr, "DFS_URL")
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	url := newFakeCoordinator(t).srv.URL
+	dir := t.TempDir()
+	a, b := writeFile(t, dir, "a", "a"), writeFile(t, dir, "b", "b")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"put without a file", []string{"put"}, "missing argument"},
+		{"key with two files", []string{"put", "-key", "k", a, b}, "-key and -name need exactly one FILE"},
+		{"get without an id", []string{"get"}, "missing argument"},
+		{"get with two ids", []string{"get", "x", "y"}, `unexpected argument "y"`},
+		{"json and stdout", []string{"get", "-json", "-o", "-", "x"}, "would both write to stdout"},
+		{"ls with an argument", []string{"ls", "x"}, `unexpected argument "x"`},
+		{"bad flag", []string{"nodes", "-frobnicate"}, "flag provided but not defined"},
+		{"bad page", []string{"ls", "-page", "one"}, `invalid value "one"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := dfs(t, url, "", tt.args...)
+			require.Equal(t, exitUsage, code)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, tt.want)
+		})
+	}
+}
+
+func TestBadURLIsAUsageError(t *testing.T) {
+	code, _, stderr := runDFS(t, "", "nodes", "-url", "ftp://somewhere")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "must look like http://host:port")
+}
+
+func TestURLComesFromTheEnvironment(t *testing.T) {
+	f := newFakeCoordinator(t)
+	t.Setenv("DFS_URL", f.srv.URL)
+	code, stdout, stderr := runDFS(t, "", "health")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "UP")
+
+	t.Setenv("DFS_URL", deadURL(t))
+	code, _, _ = runDFS(t, "", "health", "-url", f.srv.URL)
+	require.Equal(t, exitOK, code, "-url wins over DFS_URL")
+}
+
+func TestHelpDocumentsExitCodes(t *testing.T) {
+	for _, name := range []string{"put", "get", "ls", "info", "rm", "verify", "nodes", "health", "rebalance"} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := runDFS(t, "", name, "-h")
+			require.Equal(t, exitOK, code)
+			require.Contains(t, stderr, "usage: dfs "+name)
+			require.Contains(t, stderr, "3 the\ncoordinator cannot be reached")
+			require.Contains(t, stderr, "DFS_URL")
+			require.Contains(t, stderr, "-json")
+		})
+	}
+}
+
+func TestPut(t *testing.T) {
+	f := newFakeCoordinator(t)
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.txt", "alpha")
+	b := writeFile(t, dir, "b.bin", "bravo!")
+
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "put", a, b)
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr, "no progress bar when stderr is not a terminal")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 2)
+	require.Regexp(t, uuidAtStart, lines[0])
+	require.Contains(t, lines[0], "ACTIVE  a.txt  5 B  primary node-1, replicas node-2")
+	require.Contains(t, lines[1], "b.bin  6 B")
+
+	code, stdout, stderr = dfs(t, f.srv.URL, "piped bytes", "put", "-name", "notes.txt", "-type", "text/x-notes", "-json", "-")
+	require.Equal(t, exitOK, code, stderr)
+	var res client.UploadResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Equal(t, "notes.txt", res.FileName)
+	require.Equal(t, "text/x-notes", res.ContentType)
+	require.Equal(t, int64(len("piped bytes")), res.SizeBytes)
+}
+
+func TestPutGoesOnAfterAFailedFile(t *testing.T) {
+	f := newFakeCoordinator(t)
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good", "g")
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "put", filepath.Join(dir, "missing"), dir, good)
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stderr, "no such file or directory")
+	require.Contains(t, stderr, "is not a regular file")
+	require.Contains(t, stdout, "  good  ")
+	require.Equal(t, 1, f.uploads)
+}
+
+func TestPutWarnsAboutADegradedFile(t *testing.T) {
+	f := newFakeCoordinator(t)
+	f.uploadStatus, f.uploadReason = client.FileDegraded, "2 of 3 copies written: node-3: connection refused"
+	file := writeFile(t, t.TempDir(), "d", "d")
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "put", file)
+	require.Equal(t, exitOK, code, "the file is stored")
+	require.Contains(t, stdout, "DEGRADED")
+	require.Contains(t, stderr, "node-3: connection refused")
+}
+
+func TestErrorAnswersGiveAdvice(t *testing.T) {
+	tests := []struct {
+		name    string
+		route   string
+		answer  fakeAnswer
+		args    []string
+		wantErr []string
+	}{
+		{"file too large", "POST /api/files", fakeAnswer{413, httpx.CodeFileTooLarge, "request exceeds the maximum file size"},
+			[]string{"put", "FILE"}, []string{"413 FILE_TOO_LARGE", "MAX_FILE_SIZE"}},
+		{"no nodes", "POST /api/files", fakeAnswer{503, httpx.CodeNoHealthyNodes, "no storage node is on the ring"},
+			[]string{"put", "FILE"}, []string{"NO_HEALTHY_NODES", "`dfs nodes`"}},
+		{"storage down", "GET /api/files/{id}/metadata", fakeAnswer{503, httpx.CodeStorageUnavailable, "no holder answered"},
+			[]string{"info", "x"}, []string{"no holder answered", "`dfs health`"}},
+		{"metadata store down", "GET /api/nodes", fakeAnswer{503, httpx.CodeMetadataUnavailable, "metadata store unavailable"},
+			[]string{"nodes"}, []string{"DATABASE_URL"}},
+		{"bad status", "GET /api/files", fakeAnswer{400, httpx.CodeInvalidRequest, `unknown status "LOST"`},
+			[]string{"ls", "-status", "lost"}, []string{`unknown status "LOST"`}},
+		{"conflict", "DELETE /api/files/{id}", fakeAnswer{409, httpx.CodeConflict, "the file is still PENDING"},
+			[]string{"rm", "x"}, []string{"still PENDING", "409 CONFLICT"}},
+		{"internal", "POST /api/admin/rebalance", fakeAnswer{500, httpx.CodeInternal, "internal error"},
+			[]string{"rebalance"}, []string{"log has the detail"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeCoordinator(t)
+			f.fail[tt.route] = tt.answer
+			args := append([]string(nil), tt.args...)
+			for i, a := range args {
+				if a == "FILE" {
+					args[i] = writeFile(t, t.TempDir(), "f", "data")
+				}
+			}
+			code, stdout, stderr := dfs(t, f.srv.URL, "", args...)
+			require.Equal(t, exitFailed, code, stderr)
+			require.Empty(t, stdout)
+			for _, want := range tt.wantErr {
+				require.Contains(t, stderr, want)
+			}
+		})
+	}
+}
+
+func TestNotACoordinator(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	code, _, stderr := runDFS(t, "", "ls", "-url", srv.URL)
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stderr, "404 page not found (404)")
+	require.Contains(t, stderr, "is "+srv.URL+" a dfs coordinator?")
+}
+
+func TestGet(t *testing.T) {
+	f := newFakeCoordinator(t)
+	id := f.add("report.pdf", []byte("%PDF-1.7 contents"))
+
+	t.Run("into the current directory", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		code, stdout, stderr := dfs(t, f.srv.URL, "", "get", id)
+		require.Equal(t, exitOK, code, stderr)
+		require.Contains(t, stdout, "saved report.pdf (17 B, SHA-256 verified, served by node-2)")
+		got, err := os.ReadFile(filepath.Join(dir, "report.pdf"))
+		require.NoError(t, err)
+		require.Equal(t, "%PDF-1.7 contents", string(got))
+		require.Equal(t, []string{"report.pdf"}, dirEntries(t, dir))
+
+		code, _, stderr = dfs(t, f.srv.URL, "", "get", id)
+		require.Equal(t, exitFailed, code, "an existing file is not replaced")
+		require.Contains(t, stderr, "report.pdf exists; use -f")
+	})
+	t.Run("flags after the id, into a directory", func(t *testing.T) {
+		dir := t.TempDir()
+		code, _, stderr := dfs(t, f.srv.URL, "", "get", id, "-o", dir)
+		require.Equal(t, exitOK, code, stderr)
+		require.FileExists(t, filepath.Join(dir, "report.pdf"))
+	})
+	t.Run("replace with -f", func(t *testing.T) {
+		dir := t.TempDir()
+		path := writeFile(t, dir, "old", "old contents")
+		code, _, stderr := dfs(t, f.srv.URL, "", "get", "-o", path, id)
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stderr, "exists")
+		got, _ := os.ReadFile(path)
+		require.Equal(t, "old contents", string(got))
+
+		code, stdout, stderr := dfs(t, f.srv.URL, "", "get", "-f", "-o", path, "-json", id)
+		require.Equal(t, exitOK, code, stderr)
+		got, _ = os.ReadFile(path)
+		require.Equal(t, "%PDF-1.7 contents", string(got))
+		var out map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+		require.Equal(t, true, out["verified"])
+		require.Equal(t, path, out["path"])
+		require.Equal(t, []string{"old"}, dirEntries(t, dir))
+	})
+	t.Run("to stdout", func(t *testing.T) {
+		code, stdout, stderr := dfs(t, f.srv.URL, "", "get", "-o", "-", id)
+		require.Equal(t, exitOK, code, stderr)
+		require.Equal(t, "%PDF-1.7 contents", stdout)
+		require.Empty(t, stderr)
+	})
+	t.Run("unknown file", func(t *testing.T) {
+		dir := t.TempDir()
+		code, _, stderr := dfs(t, f.srv.URL, "", "get", "-o", filepath.Join(dir, "x"), "0f8fad5b-d9cb-469f-a165-70867728950e")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stderr, "404 FILE_NOT_FOUND")
+		require.Contains(t, stderr, "`dfs ls`")
+		require.Empty(t, dirEntries(t, dir))
+	})
+}
+
+func TestGetLeavesNothingWhenTheBytesAreWrong(t *testing.T) {
+	f := newFakeCoordinator(t)
+	id := f.add("data.bin", bytes.Repeat([]byte("x"), 1000))
+	f.corrupt = true
+	dir := t.TempDir()
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "get", "-o", dir, id)
+	require.Equal(t, exitFailed, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "not to the declared")
+	require.Contains(t, stderr, "nothing was saved")
+	require.Empty(t, dirEntries(t, dir), "neither the target nor a temporary file is left")
+}
+
+func TestLs(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, stdout, _ := dfs(t, f.srv.URL, "", "ls")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, "no files on page 0 (0 in all)\n", stdout)
+
+	first := f.add("first.txt", []byte("1"))
+	second := f.add("second.txt", []byte("22"))
+	f.add("third.txt", []byte("333"))
+
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "ls", "-size", "2")
+	require.Equal(t, exitOK, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 4, stdout)
+	require.Regexp(t, `^ID\s+STATUS\s+SIZE\s+CREATED\s+NAME$`, lines[0])
+	require.Contains(t, lines[1], "third.txt", "newest first")
+	require.Contains(t, lines[2], second)
+	require.Equal(t, "files 1–2 of 3; next page: dfs ls -page 1", lines[3])
+
+	code, stdout, _ = dfs(t, f.srv.URL, "", "ls", "-size", "2", "-page", "1", "-status", "active", "-json")
+	require.Equal(t, exitOK, code)
+	var list client.FileList
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list))
+	require.Equal(t, 3, list.Total)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, first, list.Items[0].FileID)
+}
+
+func TestInfo(t *testing.T) {
+	f := newFakeCoordinator(t)
+	id := f.add("a.txt", []byte("abc"))
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "info", id)
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^id\s+`+id+`$`, stdout)
+	require.Regexp(t, `(?m)^sha256\s+ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad$`, stdout)
+	require.Regexp(t, `(?m)^node-1\s+ACTIVE\s+yes\s`, stdout)
+	require.Regexp(t, `(?m)^node-2\s+ACTIVE\s+\d{4}-`, stdout)
+
+	code, stdout, _ = dfs(t, f.srv.URL, "", "info", "-json", id)
+	require.Equal(t, exitOK, code)
+	var file client.File
+	require.NoError(t, json.Unmarshal([]byte(stdout), &file))
+	require.Len(t, file.Replicas, 2)
+}
+
+func TestRm(t *testing.T) {
+	f := newFakeCoordinator(t)
+	id := f.add("a", []byte("a"))
+	code, stdout, _ := dfs(t, f.srv.URL, "", "rm", id)
+	require.Equal(t, exitOK, code)
+	require.Equal(t, "deleted "+id+"\n", stdout)
+
+	code, _, stderr := dfs(t, f.srv.URL, "", "rm", id)
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stderr, "FILE_NOT_FOUND")
+
+	f.deletePending = []string{"node-3"}
+	id = f.add("b", []byte("b"))
+	code, stdout, _ = dfs(t, f.srv.URL, "", "rm", id)
+	require.Equal(t, exitOK, code, "the file is gone for readers")
+	require.Contains(t, stdout, "the copies on node-3 will be removed when those nodes return")
+}
+
+func TestVerify(t *testing.T) {
+	f := newFakeCoordinator(t)
+	id := f.add("a", []byte("a"))
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "verify", id)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, id+"  ACTIVE, 2 good copies")
+	require.Regexp(t, `(?m)^node-2\s+CORRUPT\s+yes\s+ACTIVE`, stdout)
+
+	f.verifyStatus = client.FileDegraded
+	code, stdout, stderr = dfs(t, f.srv.URL, "", "verify", id)
+	require.Equal(t, exitFailed, code)
+	require.Regexp(t, `(?m)^node-3\s+UNREACHABLE\s+connection refused`, stdout)
+	require.Contains(t, stderr, "is DEGRADED after verification")
+}
+
+func TestNodes(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "nodes")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "2 nodes known; the ring has 1 nodes × 100 virtual nodes")
+	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+32\.40 %\s+127\.0\.0\.1:9001\s+3s ago\s+0$`, stdout)
+	require.Regexp(t, `(?m)^node-2\s+UNHEALTHY\s+no\s+-\s+127\.0\.0\.1:9002\s+never\s+4$`, stdout)
+
+	code, stdout, _ = dfs(t, f.srv.URL, "", "nodes", "-json")
+	require.Equal(t, exitOK, code)
+	var nodes []client.Node
+	require.NoError(t, json.Unmarshal([]byte(stdout), &nodes))
+	require.Len(t, nodes, 2)
+}
+
+func TestHealthExitStatus(t *testing.T) {
+	tests := []struct {
+		status string
+		code   int
+	}{
+		{client.HealthUp, exitOK},
+		{client.HealthDegraded, exitFailed},
+		{client.HealthDown, exitFailed}, // answered with 503, still a report
+	}
+	for _, tt := range tests {
+		t.Run(tt.status, func(t *testing.T) {
+			f := newFakeCoordinator(t)
+			f.health = client.HealthReport{Status: tt.status, Reasons: []string{"because"}, MetadataStore: client.ComponentState{Status: "UP", Kind: "sqlite"}}
+			code, stdout, _ := dfs(t, f.srv.URL, "", "health")
+			require.Equal(t, tt.code, code)
+			require.Regexp(t, `(?m)^cluster\s+`+tt.status+`$`, stdout)
+			require.Regexp(t, `(?m)^reason\s+because$`, stdout)
+			require.Regexp(t, `(?m)^metadata store\s+UP \(sqlite\)$`, stdout)
+		})
+	}
+}
+
+func TestRebalance(t *testing.T) {
+	f := newFakeCoordinator(t)
+	f.rebalance = client.RebalanceReport{Trigger: client.TriggerManual, FilesScanned: 12, CopiesCreated: 5, UnrecoverableFiles: []string{}, DurationMs: 225}
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "rebalance")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^copies created\s+5$`, stdout)
+	require.Regexp(t, `(?m)^took\s+225ms$`, stdout)
+
+	f.rebalance.Failures, f.rebalance.UnrecoverableFiles = 1, []string{"f9"}
+	code, stdout, stderr = dfs(t, f.srv.URL, "", "rebalance", "-json")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stderr, "1 failures, 1 unrecoverable files")
+	var rep client.RebalanceReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Equal(t, []string{"f9"}, rep.UnrecoverableFiles)
+}
+
+func TestCancelledPutStopsAtOnce(t *testing.T) {
+	f := newFakeCoordinator(t)
+	dir := t.TempDir()
+	a, b := writeFile(t, dir, "a", "a"), writeFile(t, dir, "b", "b")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"put", "-url", f.srv.URL, a, b}, stdio{in: strings.NewReader(""), out: &out, err: &errOut})
+	require.Equal(t, exitFailed, code)
+	require.Equal(t, 1, strings.Count(errOut.String(), "interrupted; it was not stored"), "the second file is not tried:\n%s", errOut.String())
+	require.Zero(t, f.uploads)
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/httpx"
+)
+
+// fakeAnswer is an error answer a fake route gives instead of its work.
+type fakeAnswer struct {
+	status int
+	code   string
+	msg    string
+}
+
+// fakeCoordinator serves the coordinator's REST API from memory, with knobs
+// for the answers the CLI must handle: forced errors per route, corrupt
+// downloads, degraded uploads, pending deletes and the cluster's health.
+type fakeCoordinator struct {
+	srv *httptest.Server
+
+	mu    sync.Mutex
+	files map[string]*fakeFile
+	order []string // ids, oldest first
+	// fail forces an answer on a route, keyed by its pattern ("GET /api/nodes").
+	fail          map[string]fakeAnswer
+	corrupt       bool              // downloads declare a checksum the bytes do not have
+	uploadStatus  client.FileStatus // default ACTIVE
+	uploadReason  string
+	deletePending []string // nodes a delete cannot reach
+	verifyStatus  client.FileStatus
+	health        client.HealthReport
+	rebalance     client.RebalanceReport
+	uploads       int // uploads that reached the handler
+}
+
+type fakeFile struct {
+	meta client.File
+	data []byte
+}
+
+func newFakeCoordinator(t *testing.T) *fakeCoordinator {
+	t.Helper()
+	f := &fakeCoordinator{
+		files:        map[string]*fakeFile{},
+		fail:         map[string]fakeAnswer{},
+		uploadStatus: client.FileActive,
+		verifyStatus: client.FileActive,
+		health:       client.HealthReport{Status: client.HealthUp, ReplicationFactor: 3, Nodes: client.NodeCounts{Total: 3, OnRing: 3, Healthy: 3}},
+		rebalance:    client.RebalanceReport{Trigger: client.TriggerManual, UnrecoverableFiles: []string{}},
+	}
+	mux := http.NewServeMux()
+	route := func(pattern string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			f.mu.Lock()
+			forced, ok := f.fail[pattern]
+			f.mu.Unlock()
+			if ok {
+				httpx.WriteErrorCode(w, r, forced.status, forced.code, forced.msg)
+				return
+			}
+			h(w, r)
+		})
+	}
+	route("POST /api/files", f.upload)
+	route("GET /api/files", f.list)
+	route("GET /api/files/{id}", f.download)
+	route("GET /api/files/{id}/metadata", f.metadata)
+	route("DELETE /api/files/{id}", f.delete)
+	route("POST /api/files/{id}/verify", f.verify)
+	route("GET /api/nodes", f.nodes)
+	route("GET /api/nodes/ring", f.ring)
+	route("GET /api/health", f.clusterHealth)
+	route("POST /api/admin/rebalance", f.runRebalance)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// add stores a file directly and returns its id.
+func (f *fakeCoordinator) add(name string, data []byte) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addLocked(name, "application/octet-stream", data)
+}
+
+func (f *fakeCoordinator) addLocked(name, ctype string, data []byte) string {
+	sum := sha256.Sum256(data)
+	id := uuid.NewString()
+	now := time.Now().UTC()
+	f.files[id] = &fakeFile{data: data, meta: client.File{
+		FileID: id, FileName: name, ContentType: ctype, SizeBytes: int64(len(data)),
+		Checksum: hex.EncodeToString(sum[:]), Status: f.uploadStatus, Reason: f.uploadReason,
+		PrimaryNode: "node-1", ReplicationFactor: 3, CreatedAt: now, UpdatedAt: now,
+		Replicas: []client.Replica{
+			{NodeID: "node-1", Status: client.CopyActive, Primary: true, CreatedAt: now, UpdatedAt: now},
+			{NodeID: "node-2", Status: client.CopyActive, CreatedAt: now, UpdatedAt: now},
+		},
+	}}
+	f.order = append(f.order, id)
+	return id
+}
+
+func (f *fakeCoordinator) file(w http.ResponseWriter, r *http.Request) *fakeFile {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ff, ok := f.files[r.PathValue("id")]
+	if !ok {
+		httpx.WriteErrorCode(w, r, http.StatusNotFound, httpx.CodeFileNotFound, "file "+r.PathValue("id")+" not found")
+		return nil
+	}
+	return ff
+}
+
+func (f *fakeCoordinator) upload(w http.ResponseWriter, r *http.Request) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+		return
+	}
+	part, err := mr.NextPart()
+	if err != nil {
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+		return
+	}
+	data, err := io.ReadAll(part)
+	if err != nil {
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+		return
+	}
+	f.mu.Lock()
+	f.uploads++
+	id := f.addLocked(part.FileName(), part.Header.Get("Content-Type"), data)
+	m := f.files[id].meta
+	f.mu.Unlock()
+	res := client.UploadResult{
+		FileID: m.FileID, FileName: m.FileName, ContentType: m.ContentType, SizeBytes: m.SizeBytes,
+		Checksum: m.Checksum, Status: m.Status, PrimaryNode: m.PrimaryNode, Replicas: []string{"node-2"},
+		ReplicationFactor: 3, CreatedAt: m.CreatedAt, Reason: m.Reason,
+	}
+	httpx.WriteJSON(w, http.StatusCreated, res)
+}
+
+func (f *fakeCoordinator) list(w http.ResponseWriter, r *http.Request) {
+	if st := r.URL.Query().Get("status"); st != "" && st != "ACTIVE" {
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, fmt.Sprintf("unknown status %q", st))
+		return
+	}
+	size := 20
+	if s := r.URL.Query().Get("size"); s != "" {
+		size, _ = strconv.Atoi(s)
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	items := []client.File{}
+	for i := len(f.order) - 1 - page*size; i >= 0 && len(items) < size; i-- {
+		m := f.files[f.order[i]].meta
+		m.Replicas = nil
+		items = append(items, m)
+	}
+	httpx.WriteJSON(w, http.StatusOK, client.FileList{Items: items, Page: page, Size: size, Total: len(f.order)})
+}
+
+func (f *fakeCoordinator) download(w http.ResponseWriter, r *http.Request) {
+	ff := f.file(w, r)
+	if ff == nil {
+		return
+	}
+	f.mu.Lock()
+	checksum := ff.meta.Checksum
+	if f.corrupt {
+		checksum = "00" + checksum[2:]
+	}
+	f.mu.Unlock()
+	h := w.Header()
+	h.Set("Content-Length", strconv.Itoa(len(ff.data)))
+	h.Set("Content-Type", ff.meta.ContentType)
+	h.Set("ETag", `"`+checksum+`"`)
+	h.Set("X-Checksum-Sha256", checksum)
+	h.Set("X-Served-By-Node", "node-2")
+	w.Write(ff.data)
+}
+
+func (f *fakeCoordinator) metadata(w http.ResponseWriter, r *http.Request) {
+	if ff := f.file(w, r); ff != nil {
+		httpx.WriteJSON(w, http.StatusOK, ff.meta)
+	}
+}
+
+func (f *fakeCoordinator) delete(w http.ResponseWriter, r *http.Request) {
+	ff := f.file(w, r)
+	if ff == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.files, ff.meta.FileID)
+	for i, id := range f.order {
+		if id == ff.meta.FileID {
+			f.order = append(f.order[:i], f.order[i+1:]...)
+			break
+		}
+	}
+	if len(f.deletePending) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, client.DeleteResult{
+		FileID: ff.meta.FileID, Status: client.FileDeleted, PendingNodes: f.deletePending, Message: "later",
+	})
+}
+
+func (f *fakeCoordinator) verify(w http.ResponseWriter, r *http.Request) {
+	ff := f.file(w, r)
+	if ff == nil {
+		return
+	}
+	f.mu.Lock()
+	status := f.verifyStatus
+	f.mu.Unlock()
+	res := client.VerifyResult{FileID: ff.meta.FileID, Checksum: ff.meta.Checksum, Status: status, HealthyCopies: 2, Copies: []client.CopyCheck{
+		{NodeID: "node-1", Result: client.CheckOK, Status: client.CopyActive},
+		{NodeID: "node-2", Result: client.CheckCorrupt, Rebuilt: true, Status: client.CopyActive},
+	}}
+	if status != client.FileActive {
+		res.Copies = append(res.Copies, client.CopyCheck{NodeID: "node-3", Result: client.CheckUnreachable, Error: "connection refused"})
+	}
+	httpx.WriteJSON(w, http.StatusOK, res)
+}
+
+func (f *fakeCoordinator) nodes(w http.ResponseWriter, _ *http.Request) {
+	checked := time.Now().Add(-3 * time.Second)
+	httpx.WriteJSON(w, http.StatusOK, []client.Node{
+		{NodeID: "node-1", Host: "127.0.0.1", Port: 9001, Status: client.NodeHealthy, OnRing: true, KeyspaceSharePercent: 32.4, LastCheckAt: &checked},
+		{NodeID: "node-2", Host: "127.0.0.1", Port: 9002, Status: client.NodeUnhealthy, KeyspaceSharePercent: 0, ConsecutiveFailures: 4},
+	})
+}
+
+func (f *fakeCoordinator) ring(w http.ResponseWriter, _ *http.Request) {
+	httpx.WriteJSON(w, http.StatusOK, client.RingInfo{PhysicalNodes: 1, VirtualNodesPerNode: 100, TotalRingPositions: 100,
+		Nodes: []client.RingShare{{NodeID: "node-1", KeyspaceSharePercent: 100}}})
+}
+
+func (f *fakeCoordinator) clusterHealth(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	h := f.health
+	f.mu.Unlock()
+	status := http.StatusOK
+	if h.Status == client.HealthDown {
+		status = http.StatusServiceUnavailable
+	}
+	httpx.WriteJSON(w, status, h)
+}
+
+func (f *fakeCoordinator) runRebalance(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	rep := f.rebalance
+	f.mu.Unlock()
+	httpx.WriteJSON(w, http.StatusOK, rep)
+}

@@ -1,0 +1,450 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/errs"
+)
+
+// interruptible returns a context that a Ctrl-C or SIGTERM cancels, so that
+// a transfer stops cleanly and leaves nothing half-written behind.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+const putHelp = `usage: dfs put [flags] FILE…
+
+Uploads each FILE and prints one line per file: its id, status, name, size,
+primary node and replica nodes. "-" reads standard input. A DEGRADED file
+(fewer copies than the replication factor) is stored but warned about on
+stderr. A failed file does not stop the others; the exit status is then 1.
+With -json each upload's result is printed as the API answered it.
+`
+
+func runPut(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("put", putHelp, s)
+	key := cc.fs.String("key", "", "Idempotency-Key for the upload: a repeat with the same key and bytes stores nothing new (one FILE only)")
+	ctype := cc.fs.String("type", "", "content type of the files (default: guessed from each name)")
+	name := cc.fs.String("name", "", "stored file name (default: the FILE's base name; \"stdin\" for -) (one FILE only)")
+	quiet := cc.fs.Bool("q", false, "no progress bar")
+	paths, code, done := cc.parse(args, 1, -1)
+	if done {
+		return code
+	}
+	if len(paths) > 1 && (*key != "" || *name != "") {
+		return cc.usageError("-key and -name need exactly one FILE, got %d", len(paths))
+	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
+
+	failed := false
+	for _, path := range paths {
+		if err := cc.putOne(ctx, path, *name, client.UploadOptions{ContentType: *ctype, IdempotencyKey: *key}, !*quiet); err != nil {
+			code := cc.fail(err)
+			if code == exitUnreachable || ctx.Err() != nil {
+				return code
+			}
+			failed = true
+		}
+	}
+	if failed {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func (cc *clientCmd) putOne(ctx context.Context, path, name string, opts client.UploadOptions, draw bool) error {
+	var (
+		r    io.Reader
+		size int64 = -1
+	)
+	if path == "-" {
+		r = cc.s.in
+		if name == "" {
+			name = "stdin"
+		}
+		// A redirected file has a size, which lets the coordinator refuse
+		// an oversize upload at once; a pipe is sent chunked.
+		if f, ok := r.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+				if off, err := f.Seek(0, io.SeekCurrent); err == nil {
+					size = st.Size() - off
+				}
+			}
+		}
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return errs.Wrap(errs.Invalid, err, "")
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return errs.Wrap(errs.Invalid, err, "")
+		}
+		if !st.Mode().IsRegular() {
+			return errs.E(errs.Invalid, "%s is not a regular file", path)
+		}
+		r, size = f, st.Size()
+		if name == "" {
+			name = filepath.Base(path)
+		}
+	}
+	p := newProgress(cc.s.err, draw && isTerminal(cc.s.err), name, size, "storing the copies…")
+	res, err := cc.c.Upload(ctx, name, p.reader(r), size, opts)
+	p.done(err == nil)
+	switch {
+	case err != nil && ctx.Err() != nil && size >= 0 && p.n.Load() >= size:
+		// The coordinator finishes an upload whose body it has whole.
+		return errs.Wrap(errs.Other, ctx.Err(), "%s: interrupted after the last byte was sent: the coordinator may still store it (`dfs ls` will show it)", path)
+	case err != nil && ctx.Err() != nil:
+		return errs.Wrap(errs.Other, ctx.Err(), "%s: interrupted; it was not stored", path)
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if cc.json {
+		cc.printJSON(res)
+	} else {
+		fmt.Fprintf(cc.s.out, "%s  %s  %s  %s  primary %s, replicas %s\n",
+			res.FileID, res.Status, res.FileName, humanBytes(res.SizeBytes), res.PrimaryNode, orNone(res.Replicas))
+	}
+	if res.Replayed {
+		fmt.Fprintf(cc.s.err, "dfs put: %s: already stored under this idempotency key; nothing new was stored\n", path)
+	}
+	if res.Status == client.FileDegraded {
+		fmt.Fprintf(cc.s.err, "dfs put: warning: %s is stored with fewer copies than %d: %s\n", path, res.ReplicationFactor, res.Reason)
+	}
+	return nil
+}
+
+const getHelp = `usage: dfs get [flags] ID
+
+Downloads a file into the current directory under its stored name, or to
+-o PATH (a directory keeps the stored name; "-" writes to stdout). An
+existing file is never replaced without -f. The bytes go to a temporary
+file beside the target, are checked against the file's SHA-256, and only
+then take the target's name: a failed or interrupted download leaves
+nothing behind.
+`
+
+func runGet(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("get", getHelp, s)
+	out := cc.fs.String("o", "", "where to save the file: a path, a directory, or - for stdout")
+	force := cc.fs.Bool("f", false, "replace an existing file")
+	quiet := cc.fs.Bool("q", false, "no progress bar")
+	pos, code, done := cc.parse(args, 1, 1)
+	if done {
+		return code
+	}
+	if *out == "-" && cc.json {
+		return cc.usageError("-json and -o - would both write to stdout")
+	}
+	id := pos[0]
+	ctx, stop := interruptible(ctx)
+	defer stop()
+
+	md, err := cc.c.Metadata(ctx, id)
+	if err != nil {
+		return cc.fail(err)
+	}
+	draw := !*quiet && isTerminal(cc.s.err)
+	if *out == "-" {
+		p := newProgress(cc.s.err, draw, md.FileName, md.SizeBytes, "")
+		_, err := cc.c.Download(ctx, id, p.writer(cc.s.out), client.DownloadOptions{})
+		p.done(err == nil)
+		if err != nil {
+			return cc.fail(err)
+		}
+		return exitOK
+	}
+
+	dest := targetPath(*out, md.FileName, id)
+	if !*force {
+		if _, err := os.Lstat(dest); err == nil {
+			return cc.fail(errs.E(errs.Conflict, "%s exists; use -f to replace it, or -o to save elsewhere", dest))
+		}
+	}
+	p := newProgress(cc.s.err, draw, md.FileName, md.SizeBytes, "")
+	info, err := download(ctx, cc.c, id, dest, *force, p)
+	p.done(err == nil)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(cc.s.err, "dfs get: interrupted; nothing was saved\n")
+		return exitFailed
+	}
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(struct {
+			FileID    string `json:"fileId"`
+			Path      string `json:"path"`
+			SizeBytes int64  `json:"sizeBytes"`
+			Checksum  string `json:"checksum"`
+			Verified  bool   `json:"verified"`
+			ServedBy  string `json:"servedBy"`
+		}{id, dest, info.Bytes, info.Checksum, info.Verified, info.ServedBy})
+		return exitOK
+	}
+	check := "not checked: the coordinator sent no checksum"
+	if info.Verified {
+		check = "SHA-256 verified"
+	}
+	fmt.Fprintf(cc.s.out, "saved %s (%s, %s, served by %s)\n", dest, humanBytes(info.Bytes), check, info.ServedBy)
+	return exitOK
+}
+
+// targetPath is where a download goes: -o as given, or inside it when it is
+// a directory, under the stored name reduced to one path element.
+func targetPath(out, stored, id string) string {
+	name := filepath.Base(stored)
+	if name == "." || name == ".." || name == string(filepath.Separator) {
+		name = id
+	}
+	if out == "" {
+		return name
+	}
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return filepath.Join(out, name)
+	}
+	return out
+}
+
+// download writes the file to a temporary file beside dest and gives it
+// dest's name once every byte is in and checked. Without force an existing
+// dest is never replaced, even one created while the bytes were moving.
+func download(ctx context.Context, c *client.Client, id, dest string, force bool, p *progress) (client.DownloadInfo, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.dfs-part")
+	if err != nil {
+		return client.DownloadInfo{}, errs.Wrap(errs.Other, err, "cannot write beside %s", dest)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	info, err := c.Download(ctx, id, p.writer(tmp), client.DownloadOptions{})
+	if err != nil {
+		return info, err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return info, errs.Wrap(errs.Other, err, "write %s", tmp.Name())
+	}
+	if err := tmp.Sync(); err != nil {
+		return info, errs.Wrap(errs.Other, err, "write %s", tmp.Name())
+	}
+	if err := tmp.Close(); err != nil {
+		return info, errs.Wrap(errs.Other, err, "write %s", tmp.Name())
+	}
+	if err := commit(tmp.Name(), dest, force); err != nil {
+		return info, err
+	}
+	committed = true
+	return info, nil
+}
+
+// commit gives the finished temporary file dest's name. A hard link fails
+// when dest exists, which makes "never replace" hold without a race; where
+// the file system has no hard links, a check before the rename has to do.
+func commit(tmp, dest string, force bool) error {
+	if !force {
+		err := os.Link(tmp, dest)
+		if err == nil {
+			os.Remove(tmp)
+			return nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return errs.E(errs.Conflict, "%s appeared during the download; use -f to replace it", dest)
+		}
+		if _, serr := os.Lstat(dest); serr == nil {
+			return errs.E(errs.Conflict, "%s appeared during the download; use -f to replace it", dest)
+		}
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return errs.Wrap(errs.Other, err, "save %s", dest)
+	}
+	return nil
+}
+
+const lsHelp = `usage: dfs ls [flags]
+
+Lists stored files, newest first, a page at a time. PENDING and DELETED
+files are listed only when -status asks for them.
+`
+
+func runLs(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("ls", lsHelp, s)
+	page := cc.fs.Int("page", 0, "page number, from 0")
+	size := cc.fs.Int("size", 20, "files per page, 1–1000")
+	status := cc.fs.String("status", "", "only files in these states, comma-separated: PENDING, ACTIVE, DEGRADED, REBALANCING, FAILED, DELETED")
+	if _, code, done := cc.parse(args, 0, 0); done {
+		return code
+	}
+	var statuses []client.FileStatus
+	for _, st := range strings.Split(*status, ",") {
+		if st = strings.ToUpper(strings.TrimSpace(st)); st != "" {
+			statuses = append(statuses, client.FileStatus(st))
+		}
+	}
+	list, err := cc.c.List(ctx, *page, *size, statuses)
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(list)
+		return exitOK
+	}
+	if len(list.Items) == 0 {
+		fmt.Fprintf(cc.s.out, "no files on page %d (%d in all)\n", list.Page, list.Total)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tSIZE\tCREATED\tNAME")
+	for _, f := range list.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, f.Status, humanBytes(f.SizeBytes), localTime(f.CreatedAt), f.FileName)
+	}
+	tw.Flush()
+	first := list.Page*list.Size + 1
+	fmt.Fprintf(cc.s.out, "files %d–%d of %d", first, first+len(list.Items)-1, list.Total)
+	if first+len(list.Items)-1 < list.Total {
+		fmt.Fprintf(cc.s.out, "; next page: dfs ls -page %d", list.Page+1)
+	}
+	fmt.Fprintln(cc.s.out)
+	return exitOK
+}
+
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+const infoHelp = `usage: dfs info [flags] ID
+
+Shows a file's metadata and every copy: the node holding it, its state and
+whether it is the primary.
+`
+
+func runInfo(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("info", infoHelp, s)
+	pos, code, done := cc.parse(args, 1, 1)
+	if done {
+		return code
+	}
+	f, err := cc.c.Metadata(ctx, pos[0])
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(f)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\n", f.FileID)
+	fmt.Fprintf(tw, "name\t%s\n", f.FileName)
+	fmt.Fprintf(tw, "type\t%s\n", f.ContentType)
+	fmt.Fprintf(tw, "size\t%d bytes (%s)\n", f.SizeBytes, humanBytes(f.SizeBytes))
+	fmt.Fprintf(tw, "sha256\t%s\n", f.Checksum)
+	fmt.Fprintf(tw, "status\t%s\n", f.Status)
+	if f.Reason != "" {
+		fmt.Fprintf(tw, "reason\t%s\n", f.Reason)
+	}
+	fmt.Fprintf(tw, "primary\t%s\n", f.PrimaryNode)
+	fmt.Fprintf(tw, "copies wanted\t%d\n", f.ReplicationFactor)
+	fmt.Fprintf(tw, "ring position\t%d\n", f.RingPosition)
+	fmt.Fprintf(tw, "created\t%s\n", localTime(f.CreatedAt))
+	fmt.Fprintf(tw, "updated\t%s\n", localTime(f.UpdatedAt))
+	tw.Flush()
+	fmt.Fprintln(cc.s.out)
+	tw = tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tCOPY\tPRIMARY\tUPDATED")
+	for _, r := range f.Replicas {
+		primary := ""
+		if r.Primary {
+			primary = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.NodeID, r.Status, primary, localTime(r.UpdatedAt))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+const rmHelp = `usage: dfs rm [flags] ID
+
+Deletes a file: it is gone for every reader at once. Copies on storage nodes
+that cannot be reached now are removed when those nodes return.
+`
+
+func runRm(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("rm", rmHelp, s)
+	pos, code, done := cc.parse(args, 1, 1)
+	if done {
+		return code
+	}
+	res, err := cc.c.Delete(ctx, pos[0])
+	if err != nil {
+		return cc.fail(err)
+	}
+	switch {
+	case cc.json:
+		cc.printJSON(res)
+	case res.Complete:
+		fmt.Fprintf(cc.s.out, "deleted %s\n", res.FileID)
+	default:
+		fmt.Fprintf(cc.s.out, "deleted %s; the copies on %s will be removed when those nodes return\n", res.FileID, orNone(res.PendingNodes))
+	}
+	return exitOK
+}
+
+const verifyHelp = `usage: dfs verify [flags] ID
+
+Re-hashes every copy of a file on its node. Corrupt and missing copies are
+rebuilt from a good one before the answer. The exit status is 1 when the
+file is not ACTIVE afterwards (fewer good copies than it should have).
+`
+
+func runVerify(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("verify", verifyHelp, s)
+	pos, code, done := cc.parse(args, 1, 1)
+	if done {
+		return code
+	}
+	res, err := cc.c.Verify(ctx, pos[0])
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(res)
+	} else {
+		fmt.Fprintf(cc.s.out, "%s  %s, %d good copies\n", res.FileID, res.Status, res.HealthyCopies)
+		tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tRESULT\tREBUILT\tCOPY\tERROR")
+		for _, c := range res.Copies {
+			rebuilt := ""
+			if c.Rebuilt {
+				rebuilt = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.NodeID, c.Result, rebuilt, c.Status, c.Error)
+		}
+		tw.Flush()
+	}
+	if res.Status != client.FileActive {
+		fmt.Fprintf(cc.s.err, "dfs verify: %s is %s after verification\n  `dfs info %s` shows its copies; `dfs nodes` shows which nodes are down\n", res.FileID, res.Status, res.FileID)
+		return exitFailed
+	}
+	return exitOK
+}

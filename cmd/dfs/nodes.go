@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/client"
+)
+
+const nodesHelp = `usage: dfs nodes [flags]
+
+Lists every known storage node: its state, whether it is on the ring, its
+share of the keyspace, its address and when it was last probed.
+`
+
+func runNodes(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("nodes", nodesHelp, s)
+	if _, code, done := cc.parse(args, 0, 0); done {
+		return code
+	}
+	nodes, err := cc.c.Nodes(ctx)
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(nodes)
+		return exitOK
+	}
+	ring, err := cc.c.Ring(ctx)
+	if err != nil {
+		return cc.fail(err)
+	}
+	fmt.Fprintf(cc.s.out, "%d nodes known; the ring has %d nodes × %d virtual nodes\n",
+		len(nodes), ring.PhysicalNodes, ring.VirtualNodesPerNode)
+	if len(nodes) == 0 {
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATUS\tON RING\tSHARE\tADDRESS\tLAST CHECK\tFAILURES")
+	now := time.Now()
+	for _, n := range nodes {
+		onRing, share := "no", "-"
+		if n.OnRing {
+			onRing, share = "yes", fmt.Sprintf("%.2f %%", n.KeyspaceSharePercent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s:%d\t%s\t%d\n", n.NodeID, n.Status, onRing, share, n.Host, n.Port,
+			ago(now, n.LastCheckAt), n.ConsecutiveFailures)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// ago says how long before now t was, to the second.
+func ago(now time.Time, t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(*t).Round(time.Second)
+	if d < time.Second {
+		return "just now"
+	}
+	return d.String() + " ago"
+}
+
+const healthHelp = `usage: dfs health [flags]
+
+Shows the cluster's health: UP, DEGRADED (a node is down, fewer nodes than
+the replication factor, or Redis unreachable) or DOWN (no node on the ring,
+or the metadata store down), with the reasons. The exit status is 0 only
+when the cluster is UP, so that a script can wait for it:
+  until dfs health >/dev/null; do sleep 1; done
+`
+
+func runHealth(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("health", healthHelp, s)
+	if _, code, done := cc.parse(args, 0, 0); done {
+		return code
+	}
+	h, err := cc.c.Health(ctx)
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(h)
+	} else {
+		tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "cluster\t%s\n", h.Status)
+		for _, r := range h.Reasons {
+			fmt.Fprintf(tw, "reason\t%s\n", r)
+		}
+		fmt.Fprintf(tw, "nodes\t%d known: %d on the ring, %d healthy, %d unhealthy, %d deregistered\n",
+			h.Nodes.Total, h.Nodes.OnRing, h.Nodes.Healthy, h.Nodes.Unhealthy, h.Nodes.Deregistered)
+		fmt.Fprintf(tw, "replication\t%d copies per file\n", h.ReplicationFactor)
+		fmt.Fprintf(tw, "metadata store\t%s\n", component(h.MetadataStore))
+		fmt.Fprintf(tw, "redis\t%s\n", component(h.Redis))
+		tw.Flush()
+	}
+	if h.Status != client.HealthUp {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func component(c client.ComponentState) string {
+	s := c.Status
+	if c.Kind != "" {
+		s += " (" + c.Kind + ")"
+	}
+	if c.Error != "" {
+		s += ": " + c.Error
+	}
+	return s
+}
+
+const rebalanceHelp = `usage: dfs rebalance [flags]
+
+Reconciles every file's copies with the ring now and prints the report. The
+exit status is 1 when any file could not be reconciled.
+`
+
+func runRebalance(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("rebalance", rebalanceHelp, s)
+	if _, code, done := cc.parse(args, 0, 0); done {
+		return code
+	}
+	rep, err := cc.c.Rebalance(ctx)
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(rep)
+	} else {
+		tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "trigger\t%s\n", rep.Trigger)
+		fmt.Fprintf(tw, "files scanned\t%d\n", rep.FilesScanned)
+		fmt.Fprintf(tw, "files affected\t%d\n", rep.FilesAffected)
+		fmt.Fprintf(tw, "copies created\t%d\n", rep.CopiesCreated)
+		fmt.Fprintf(tw, "copies removed\t%d\n", rep.CopiesRemoved)
+		fmt.Fprintf(tw, "primaries promoted\t%d\n", rep.PrimariesPromoted)
+		fmt.Fprintf(tw, "failures\t%d\n", rep.Failures)
+		fmt.Fprintf(tw, "unrecoverable files\t%s\n", orNone(rep.UnrecoverableFiles))
+		fmt.Fprintf(tw, "took\t%s\n", time.Duration(rep.DurationMs)*time.Millisecond)
+		tw.Flush()
+	}
+	if rep.Failures > 0 || len(rep.UnrecoverableFiles) > 0 {
+		fmt.Fprintf(cc.s.err, "dfs rebalance: %d failures, %d unrecoverable files\n  `dfs nodes` shows which nodes are down; the repair loop retries\n",
+			rep.Failures, len(rep.UnrecoverableFiles))
+		return exitFailed
+	}
+	return exitOK
+}
