@@ -428,6 +428,12 @@ func TestRebalance(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Regexp(t, `(?m)^copies created\s+5$`, stdout)
 	require.Regexp(t, `(?m)^took\s+225ms$`, stdout)
+	require.NotContains(t, stdout, "skipped")
+
+	f.rebalance.Skipped = true
+	code, stdout, _ = dfs(t, f.srv.URL, "", "rebalance")
+	require.Equal(t, exitOK, code)
+	require.Regexp(t, `(?m)^skipped\s+another coordinator`, stdout)
 
 	f.rebalance.Failures, f.rebalance.UnrecoverableFiles = 1, []string{"f9"}
 	code, stdout, stderr = dfs(t, f.srv.URL, "", "rebalance", "-json")

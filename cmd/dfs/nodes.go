@@ -134,6 +134,9 @@ func runRebalance(ctx context.Context, args []string, s stdio) int {
 	} else {
 		tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "trigger\t%s\n", rep.Trigger)
+		if rep.Skipped {
+			fmt.Fprintf(tw, "skipped\tanother coordinator was running the same rebalance\n")
+		}
 		fmt.Fprintf(tw, "files scanned\t%d\n", rep.FilesScanned)
 		fmt.Fprintf(tw, "files affected\t%d\n", rep.FilesAffected)
 		fmt.Fprintf(tw, "copies created\t%d\n", rep.CopiesCreated)

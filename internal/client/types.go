@@ -234,6 +234,9 @@ type RebalanceReport struct {
 	Failures           int      `json:"failures"`
 	UnrecoverableFiles []string `json:"unrecoverableFiles"`
 	DurationMs         int64    `json:"durationMs"`
+	// Skipped is true when another coordinator was running the same
+	// rebalance, so this run did nothing.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // HealthCheckResult is the answer of POST /api/admin/health-check.
