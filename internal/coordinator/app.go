@@ -27,6 +27,8 @@ import (
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
+	"github.com/dfs-project/dfs/internal/redisx"
+	"github.com/dfs-project/dfs/internal/ring"
 )
 
 // App is a running coordinator's components.
@@ -42,6 +44,7 @@ type App struct {
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
 	metrics    *metrics.Coordinator
+	redis      *redisx.Client // nil without REDIS_URL
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
 }
@@ -49,36 +52,61 @@ type App struct {
 // New builds a coordinator from cfg. It opens (and migrates) the metadata
 // store and rebuilds the ring from it, so a restart moves no data.
 func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Registry) (*App, error) {
-	store, err := metastore.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
+	base, err := metastore.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, store: store, events: make(chan membership.Event, 1024)}
+	a := &App{cfg: cfg, log: log, store: base, events: make(chan membership.Event, 1024)}
+	a.metrics = metrics.NewCoordinator(reg, metrics.Options{Ring: func() *ring.Ring { return a.members.Ring() }})
+	reg.MustRegister(metrics.NewFilesByStatus(base.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
+
+	// Redis is an optimisation: a cache in front of the store, leases that
+	// fall back to the store, and change notices between coordinators.
+	// Grace covers the longest lease in use (see redisx.LockOptions).
+	lockOpts := redisx.LockOptions{Logger: log, Grace: cfg.LeaseTTL}
+	var locker redisx.Locker = redisx.NewStoreLocker(base, lockOpts)
+	var redisPing func(context.Context) error
+	if cfg.RedisURL != "" {
+		a.redis, err = redisx.Open(ctx, cfg.RedisURL, redisx.Options{Logger: log, OnError: a.metrics.RedisError})
+		if err != nil {
+			base.Close()
+			return nil, err
+		}
+		locker = redisx.NewFallback(a.redis, base, lockOpts)
+		redisPing = a.redis.Ping
+		if cfg.CacheEnabled {
+			a.store = redisx.NewCachedStore(base, a.redis, redisx.CacheOptions{
+				TTL: cfg.CacheMetadataTTL, OnHit: a.metrics.CacheHit, OnMiss: a.metrics.CacheMiss,
+			})
+		}
+	}
+	lock := leaseFunc(locker, cfg.LeaseTTL, log)
+	store := a.store
+
 	a.transport = nodeclient.NewTransport()
 	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken, Transport: a.transport})
-
 	a.members, err = membership.New(membership.Options{
 		Store: store, Prober: nodes, VNodes: cfg.VirtualNodes,
 		FailureThreshold: cfg.HealthFailureThreshold, SuccessThreshold: cfg.HealthSuccessThreshold,
 		Interval: cfg.HealthCheckInterval, ProbeTimeout: cfg.HealthProbeTimeout,
 		Logger: log, OnEvent: a.onEvent,
+		SweepLock: (&heldLease{locker: locker, name: "detector", ttl: detectorTTL(cfg)}).hold,
 	})
 	if err != nil {
-		store.Close()
+		a.close()
 		return nil, err
 	}
-	a.metrics = metrics.NewCoordinator(reg, metrics.Options{Ring: a.members.Ring})
-	reg.MustRegister(metrics.NewFilesByStatus(store.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
 	if err := a.members.Load(ctx); err != nil {
-		store.Close()
+		a.close()
 		return nil, fmt.Errorf("load storage nodes: %w", err)
 	}
 	rec := reconcile.New(reconcile.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, ReplicationFactor: cfg.ReplicationFactor, Logger: log,
+		Lock: lock, LockTTL: cfg.LeaseTTL,
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
-		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone,
+		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: lock,
 	})
 	a.files, err = files.New(files.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: rec, Logger: log,
@@ -88,12 +116,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
 	})
 	if err != nil {
-		store.Close()
+		a.close()
 		return nil, err
 	}
 	a.repair = &repairLoop{
-		store: store, rebalancer: a.rebalancer, reconciler: rec, nodes: nodes, cluster: a.members,
-		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, log: log,
+		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
+		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, log: log, lock: lock,
 	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {
@@ -101,7 +129,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	a.handler = api.New(api.Options{
 		Files: a.files, Members: a.members, Rebalancer: a.rebalancer,
-		Health:      &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor},
+		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
+			redisPing: redisPing},
 		Logger:      log,
 		Token:       cfg.ClusterToken,
 		MaxFileSize: cfg.MaxFileSize,
@@ -111,6 +140,82 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	return a, nil
 }
 
+// close releases what New opened, on a failed start.
+func (a *App) close() {
+	if a.redis != nil {
+		a.redis.Close()
+	}
+	a.store.Close()
+}
+
+// detectorTTL is the life of the detector's lease: a round and a probe, so
+// its holder keeps it from round to round, but never longer than LEASE_TTL,
+// so a dead holder is replaced soon. A lease that lapses between rounds is
+// harmless: each round is still swept by one coordinator only.
+func detectorTTL(cfg Config) time.Duration {
+	return min(cfg.HealthCheckInterval+cfg.HealthProbeTimeout, cfg.LeaseTTL)
+}
+
+// heldLease is a lease one coordinator keeps across rounds of periodic work,
+// renewing it each round, so that only its holder does the work.
+type heldLease struct {
+	locker redisx.Locker
+	name   string
+	ttl    time.Duration
+
+	mu  sync.Mutex
+	cur redisx.Lease
+}
+
+// hold renews the lease or takes it, and reports whether this coordinator
+// holds it now.
+func (h *heldLease) hold(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur != nil {
+		if ok, err := h.cur.Renew(ctx); err == nil && ok {
+			return true
+		}
+		h.cur = nil
+	}
+	l, ok, err := h.locker.TryLock(ctx, h.name, h.ttl)
+	if err != nil || !ok {
+		return false
+	}
+	h.cur = l
+	return true
+}
+
+// lockFunc takes a lease. With keep set, the lease is renewed while the work
+// runs and the work's context ends if it is lost; release gives it back.
+type lockFunc func(ctx context.Context, name string, ttl time.Duration) (work context.Context, release func(), ok bool)
+
+// leaseFunc takes leases from locker, renewed while the work runs; the
+// work's context ends if a lease is lost, and release gives it back. No
+// lease lives longer than maxTTL between renewals, so a dead coordinator's
+// leases lapse within it.
+func leaseFunc(locker redisx.Locker, maxTTL time.Duration, log *slog.Logger) reconcile.LockFunc {
+	return func(ctx context.Context, name string, ttl time.Duration) (context.Context, func(), bool) {
+		l, ok, err := locker.TryLock(ctx, name, min(ttl, maxTTL))
+		if err != nil {
+			// The answer is unknown: skipping is the safe choice, and the
+			// work is retried by the next trigger or repair pass.
+			log.Warn("could not take a lease; skipping the work it guards", "lease", name, "err", err)
+			return ctx, func() {}, false
+		}
+		if !ok {
+			return ctx, func() {}, false
+		}
+		work, stop := redisx.KeepAlive(ctx, l, 0)
+		return work, func() {
+			stop()
+			if err := l.Release(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("could not release a lease; it will lapse", "lease", name, "err", err)
+			}
+		}, true
+	}
+}
+
 // Handler is the REST API.
 func (a *App) Handler() http.Handler { return a.handler }
 
@@ -118,6 +223,11 @@ func (a *App) Handler() http.Handler { return a.handler }
 // block the registry.
 func (a *App) onEvent(e membership.Event) {
 	a.metrics.MembershipEvent(e)
+	if a.redis != nil {
+		// Tell the other coordinators at once rather than at their next
+		// refresh; this must not block the registry.
+		go a.notify(e)
+	}
 	a.pending.Add(1)
 	select {
 	case a.events <- e:
@@ -160,6 +270,15 @@ func (a *App) rebalanceFor(ctx context.Context, e membership.Event) {
 // idle reports whether no membership-triggered rebalance is queued or running.
 func (a *App) idle() bool { return a.pending.Load() == 0 }
 
+// notify publishes a membership change to the other coordinators.
+func (a *App) notify(e membership.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := a.redis.PublishNodeStatus(ctx, e.Node.ID, e.Node.Status, e.At); err != nil {
+		a.log.Debug("could not publish a membership change to Redis", "node", e.Node.ID, "err", err)
+	}
+}
+
 // Run serves on cfg's address until ctx is cancelled, then shuts down in
 // order: stop accepting, finish in-flight requests, stop the background
 // loops, close the store.
@@ -178,6 +297,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { a.members.Run(bg) })
 	wg.Go(func() { a.rebalanceOnEvents(bg) })
 	wg.Go(func() { a.repair.run(bg) })
+	if a.redis != nil {
+		wg.Go(func() {
+			a.redis.SubscribeMembership(bg, func(string) {
+				if err := a.members.Load(bg); err != nil && bg.Err() == nil {
+					a.log.Warn("refreshing the ring after a membership notice failed", "err", err)
+				}
+			})
+		})
+	}
 
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -199,6 +327,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	// Open connections to the nodes would keep their servers waiting at
 	// their own shutdown.
 	a.transport.CloseIdleConnections()
+	if a.redis != nil {
+		if cerr := a.redis.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
 	if cerr := a.store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -34,6 +34,7 @@ type Config struct {
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
+	LeaseTTL                    time.Duration // LEASE_TTL: life of a background-work lease between renewals
 	ClusterToken                string        // CLUSTER_TOKEN: empty = no internal auth
 	LogLevel                    string        // LOG_LEVEL
 	LogFormat                   string        // LOG_FORMAT
@@ -65,6 +66,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),
+		LeaseTTL:                    l.Duration("LEASE_TTL", 20*time.Second),
 		ClusterToken:                l.String("CLUSTER_TOKEN", ""),
 		LogLevel:                    l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:                   l.OneOf("LOG_FORMAT", "text", "text", "json"),

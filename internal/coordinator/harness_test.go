@@ -26,6 +26,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/openapi/openapitest"
 	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
 	"github.com/dfs-project/dfs/internal/testenv"
 )
@@ -82,6 +83,7 @@ func newHarness(t *testing.T, kind string, n int, env map[string]string) *harnes
 		"DATA_DIRECTORY":        t.TempDir(),
 		"HEALTH_CHECK_INTERVAL": "1h",
 		"REPAIR_INTERVAL":       "1h",
+		"LEASE_TTL":             "1s",
 		"LOG_LEVEL":             "debug",
 	}
 	if kind == "postgres" {
@@ -235,6 +237,8 @@ func (h *harness) do(req *http.Request) response {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(h.t, err)
+	// Every answer of every integration test must match the OpenAPI document.
+	openapitest.ValidateResponse(h.t, req, resp, b)
 	return response{resp, b}
 }
 

@@ -22,7 +22,6 @@ const repairBatch = 10000
 type repairLoop struct {
 	store      meta.Store
 	rebalancer *rebalance.Rebalancer
-	reconciler *reconcile.Reconciler
 	nodes      interface {
 		Head(ctx context.Context, base, id string) (blob.Info, error)
 	}
@@ -34,6 +33,8 @@ type repairLoop struct {
 	pendingTimeout time.Duration
 	log            *slog.Logger
 	now            func() time.Time
+	// lock, when set, lets one coordinator at a time run the pass.
+	lock reconcile.LockFunc
 }
 
 func (l *repairLoop) run(ctx context.Context) {
@@ -64,6 +65,15 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 	if l.cluster.Ring().Len() == 0 {
 		l.log.Debug("repair skipped: no storage node is on the ring")
 		return rebalance.Report{Trigger: rebalance.Repair}, nil
+	}
+	if l.lock != nil {
+		work, release, ok := l.lock(ctx, "repair", l.interval)
+		if !ok {
+			l.log.Debug("repair skipped: another coordinator is running it")
+			return rebalance.Report{Trigger: rebalance.Repair, Skipped: true}, nil
+		}
+		defer release()
+		ctx = work
 	}
 	now := l.clock()
 	ids, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDegraded, meta.FileFailed, meta.FileDeleted}, now, repairBatch)

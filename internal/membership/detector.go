@@ -261,8 +261,10 @@ func (r *Registry) Run(ctx context.Context) {
 // round is one timer tick of Run. The refresh runs even after a failed sweep:
 // it is what picks up changes other coordinators made.
 func (r *Registry) round(ctx context.Context) {
-	if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
-		r.log.Warn("health sweep failed", "error", err)
+	if r.sweepLock == nil || r.sweepLock(ctx) {
+		if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("health sweep failed", "error", err)
+		}
 	}
 	if err := r.Load(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("refreshing the ring from the metadata store failed", "error", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,4 +182,37 @@ func TestRunRefreshesTheRingFromTheStore(t *testing.T) {
 	cancel()
 	<-done
 	require.Empty(t, h.events.take(), "a change made by another coordinator is not re-announced")
+}
+
+func TestRunSweepsOnlyWhileItHoldsTheSweepLock(t *testing.T) {
+	// Without the lock Run still refreshes the ring from the store but never
+	// probes, so two coordinators never count one node's failures twice.
+	var held atomic.Bool
+	asked := make(chan struct{}, 64)
+	h := newHarness(t, func(o *Options) {
+		o.Interval = time.Millisecond
+		o.SweepLock = func(context.Context) bool {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			return held.Load()
+		}
+	})
+	h.store.put(meta.Node{ID: "node-1", Host: "127.0.0.1", Port: 9001, Status: meta.NodeHealthy, RegisteredAt: epoch})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.reg.Run(ctx)
+	}()
+	for range 5 { // five rounds asked and refused
+		<-asked
+	}
+	require.Zero(t, h.prober.count(url(9001)), "no probe without the lock")
+	require.Eventually(t, func() bool { return h.reg.Ring().Has("node-1") }, 10*time.Second, time.Millisecond, "the refresh still runs")
+	held.Store(true)
+	require.Eventually(t, func() bool { return h.prober.count(url(9001)) > 0 }, 10*time.Second, time.Millisecond)
+	cancel()
+	<-done
 }

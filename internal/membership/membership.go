@@ -131,6 +131,12 @@ type Options struct {
 	// another goroutine) and must not call Register, Deregister, Rejoin,
 	// Sweep or Load. Ring, BaseURL, Node and Nodes are safe.
 	OnEvent func(Event)
+	// SweepLock, when set, is asked before each timed sweep of Run and the
+	// sweep runs only when it answers true. Coordinators sharing a database
+	// pass a lease here so only one of them probes the nodes and counts
+	// failures; the others still refresh their ring from the store. Sweeps
+	// asked for through Sweep (the admin endpoint) always run.
+	SweepLock func(ctx context.Context) bool
 }
 
 // Registry owns storage-node membership and the failure detector. Its methods
@@ -147,6 +153,7 @@ type Registry struct {
 	log          *slog.Logger
 	now          func() time.Time
 	onEvent      func(Event)
+	sweepLock    func(context.Context) bool
 
 	// ring is the published snapshot; readers load it without locking.
 	ring ring.Atomic
@@ -192,6 +199,7 @@ func New(o Options) (*Registry, error) {
 		log:          o.Logger,
 		now:          o.Now,
 		onEvent:      o.OnEvent,
+		sweepLock:    o.SweepLock,
 		ignored:      map[string]bool{},
 		kick:         make(chan string, 64),
 	}

@@ -50,6 +50,9 @@ type Report struct {
 	Failures           int      `json:"failures"`
 	UnrecoverableFiles []string `json:"unrecoverableFiles"`
 	DurationMs         int64    `json:"durationMs"`
+	// Skipped is true when another coordinator was running the same
+	// rebalance, so this one did nothing.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // DrainReport tells how far a deregistered node's drain has come.
@@ -83,6 +86,9 @@ type Options struct {
 	Logger            *slog.Logger
 	// OnReport, when set, receives the report of every run (for metrics).
 	OnReport func(Report)
+	// Lock, when set, keeps one rebalance per trigger and node running at a
+	// time across coordinators; a second one is skipped.
+	Lock reconcile.LockFunc
 }
 
 // Rebalancer runs rebalances.
@@ -164,8 +170,21 @@ func (b *Rebalancer) allFiles(ctx context.Context) ([]string, error) {
 	}
 }
 
+// runLockTTL is the lifetime of a rebalance's lease; it is renewed while the
+// run lasts and lapses soon after a coordinator dies.
+const runLockTTL = 30 * time.Second
+
 // Run visits the files trigger affects and reconciles each one.
 func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Report, error) {
+	if b.o.Lock != nil {
+		work, release, ok := b.o.Lock(ctx, "rebalance:"+string(trigger)+":"+node, runLockTTL)
+		if !ok {
+			b.log.Info("rebalance skipped: another coordinator is running it", "trigger", trigger, "node", node)
+			return Report{Trigger: trigger, Node: node, UnrecoverableFiles: []string{}, Skipped: true}, nil
+		}
+		defer release()
+		ctx = work
+	}
 	b.log.Info("rebalance started", "trigger", trigger, "node", node)
 	ids, err := b.AffectedFiles(ctx, trigger, node)
 	if err != nil {

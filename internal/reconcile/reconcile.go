@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
@@ -43,6 +44,11 @@ type Cluster interface {
 	Status(nodeID string) (meta.NodeStatus, bool)
 }
 
+// LockFunc takes the named lease for ttl. ok is false when someone else holds
+// it, and the caller then skips the work rather than racing. While the lease
+// is held, work is cancelled if the lease is lost; release gives it back.
+type LockFunc func(ctx context.Context, name string, ttl time.Duration) (work context.Context, release func(), ok bool)
+
 // Options configures a Reconciler.
 type Options struct {
 	Store             meta.Store
@@ -50,6 +56,11 @@ type Options struct {
 	Cluster           Cluster
 	ReplicationFactor int
 	Logger            *slog.Logger
+	// Lock, when set, serialises reconciliations of one file across
+	// coordinators: a file another coordinator is reconciling is skipped.
+	Lock LockFunc
+	// LockTTL is the per-file lease's lifetime (renewed while the work runs).
+	LockTTL time.Duration
 }
 
 // Reconciler makes a file's copies match the ring.
@@ -59,6 +70,8 @@ type Reconciler struct {
 	cluster Cluster
 	rf      int
 	log     *slog.Logger
+	lock    LockFunc
+	lockTTL time.Duration
 }
 
 // New returns a Reconciler.
@@ -69,7 +82,11 @@ func New(o Options) *Reconciler {
 	if o.ReplicationFactor <= 0 {
 		o.ReplicationFactor = 3
 	}
-	return &Reconciler{store: o.Store, nodes: o.Nodes, cluster: o.Cluster, rf: o.ReplicationFactor, log: o.Logger}
+	if o.LockTTL <= 0 {
+		o.LockTTL = time.Minute
+	}
+	return &Reconciler{store: o.Store, nodes: o.Nodes, cluster: o.Cluster, rf: o.ReplicationFactor, log: o.Logger,
+		lock: o.Lock, lockTTL: o.LockTTL}
 }
 
 // Outcome is what one reconciliation of one file did.
@@ -83,7 +100,7 @@ type Outcome struct {
 	Failures         int  // copy creations or removals that failed
 	Unrecoverable    bool // no reachable copy to read or copy from
 	Removed          bool // the file's row is gone (a delete completed, or it never existed)
-	Skipped          bool // an upload in flight owns the file
+	Skipped          bool // an upload in flight or another coordinator owns the file
 	RemainingHolders []string
 }
 
@@ -91,8 +108,17 @@ type Outcome struct {
 // changes the file between our read and our write.
 const maxAttempts = 5
 
-// Reconcile brings file id's copies in line with the ring.
+// Reconcile brings file id's copies in line with the ring. A file another
+// coordinator is reconciling right now is skipped (Outcome.Skipped).
 func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) {
+	if r.lock != nil {
+		work, release, ok := r.lock(ctx, "file:"+id, r.lockTTL)
+		if !ok {
+			return Outcome{FileID: id, Skipped: true}, nil
+		}
+		defer release()
+		ctx = work
+	}
 	var lastErr error
 	for range maxAttempts {
 		out, err := r.once(ctx, id)
