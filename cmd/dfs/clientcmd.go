@@ -56,8 +56,8 @@ func newClientCmd(name, help string, s stdio) *clientCmd {
 	if url == "" {
 		url = defaultURL
 	}
-	cc.fs.StringVar(&cc.url, "url", url, "the coordinator's URL (default: $DFS_URL, else "+defaultURL+")")
-	cc.fs.BoolVar(&cc.json, "json", false, "print the API's JSON answer instead of a summary")
+	cc.fs.StringVar(&cc.url, "url", url, "the coordinator's URL")
+	cc.fs.BoolVar(&cc.json, "json", false, "print the result as JSON (the API's answer) instead of a summary")
 	cc.fs.SetOutput(s.err)
 	cc.fs.Usage = func() {
 		out := cc.fs.Output()

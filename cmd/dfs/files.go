@@ -30,7 +30,8 @@ Uploads each FILE and prints one line per file: its id, status, name, size,
 primary node and replica nodes. "-" reads standard input. A DEGRADED file
 (fewer copies than the replication factor) is stored but warned about on
 stderr. A failed file does not stop the others; the exit status is then 1.
-With -json each upload's result is printed as the API answered it.
+With -json each upload's result is printed as the API answered it. When
+stderr is a terminal, files of 1 MiB or more get a progress bar there.
 `
 
 func runPut(ctx context.Context, args []string, s stdio) int {
@@ -136,7 +137,9 @@ Downloads a file into the current directory under its stored name, or to
 existing file is never replaced without -f. The bytes go to a temporary
 file beside the target, are checked against the file's SHA-256, and only
 then take the target's name: a failed or interrupted download leaves
-nothing behind.
+nothing behind. With -json the outcome is printed as {fileId, path,
+sizeBytes, checksum, verified, servedBy}. When stderr is a terminal, files
+of 1 MiB or more get a progress bar there.
 `
 
 func runGet(ctx context.Context, args []string, s stdio) int {
