@@ -67,7 +67,18 @@ func openSQLite(t testing.TB) *sqlite.Store {
 
 func openPostgres(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(ctxT(t), testenv.NewPostgresDB(t), nil)
+	return openPostgresAt(t, testenv.NewPostgresDB(t))
+}
+
+// testenvPostgres is a fresh database's URL, for stores that must share one.
+func testenvPostgres(t testing.TB) string {
+	t.Helper()
+	return testenv.NewPostgresDB(t)
+}
+
+func openPostgresAt(t testing.TB, url string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(ctxT(t), url, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -171,4 +172,18 @@ func newToken() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// RouteDriverLogs sends go-redis's own log lines (it prints one per failed
+// dial while Redis is down, for instance) to l at debug level instead of
+// standard error; Client already logs each outage's start and end. go-redis
+// has one logger per process, so main calls this once, before Open.
+func RouteDriverLogs(l *slog.Logger) {
+	redis.SetLogger(driverLogger{l})
+}
+
+type driverLogger struct{ l *slog.Logger }
+
+func (d driverLogger) Printf(ctx context.Context, format string, v ...any) {
+	d.l.DebugContext(ctx, "redis driver: "+fmt.Sprintf(format, v...))
 }

@@ -1,0 +1,191 @@
+package redisx
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+// Fallback is a Locker that keeps leases in Redis while Redis answers and in
+// the metadata store (or, without a shared store, in this process) while it
+// does not, so that background work stays single-writer across coordinators
+// sharing a database whether or not Redis is up.
+//
+// Switching backends must not let two holders overlap:
+//
+//   - When Redis stops answering, the holders of Redis leases carry them
+//     over to the store at their next renewal (same token, so nobody can
+//     slip in between), and holders that do not renew must finish within
+//     their TTL anyway. So Fallback grants no new store lease for Grace after
+//     it first sees Redis fail.
+//   - When Redis comes back after a restart it has forgotten every lease, and
+//     RedisLocker withholds new ones for Grace after Redis starts while store
+//     holders carry theirs back to Redis at their next renewal.
+//
+// What it cannot rule out: a coordinator that reaches the database but not
+// Redis while another reaches both (a partial network partition) can hold a
+// store lease while the other holds the same name in Redis. Once the first
+// reaches Redis again its renewal finds the name taken and reports the lease
+// lost.
+type Fallback struct {
+	redis *RedisLocker
+	other backend
+	owner string
+	grace time.Duration
+	log   *slog.Logger
+
+	mu sync.Mutex
+	// downSince is when Redis was first seen failing in the current outage;
+	// zero while Redis answers.
+	downSince time.Time
+}
+
+var _ Locker = (*Fallback)(nil)
+
+// NewFallback returns a Locker over Redis that falls back to lease rows in
+// store, or to process-local leases when store is nil.
+func NewFallback(c *Client, store meta.Store, o LockOptions) *Fallback {
+	o = o.withDefaults()
+	f := &Fallback{redis: NewRedisLocker(c, o), owner: o.Owner, grace: o.Grace, log: o.Logger}
+	if store != nil {
+		f.other = NewStoreLocker(store, o)
+	} else {
+		f.other = NewLocalLocker(o)
+	}
+	return f
+}
+
+func (f *Fallback) redisAnswered() {
+	f.mu.Lock()
+	if !f.downSince.IsZero() {
+		f.log.Info("leases are taken in Redis again", "after", time.Since(f.downSince).Round(time.Millisecond))
+		f.downSince = time.Time{}
+	}
+	f.mu.Unlock()
+}
+
+// redisFailed notes a failure and reports how long Redis has been seen down.
+func (f *Fallback) redisFailed() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.downSince.IsZero() {
+		f.downSince = time.Now()
+		f.log.Warn("Redis does not answer; leases move to the fallback", "grace", f.grace)
+	}
+	return time.Since(f.downSince)
+}
+
+// TryLock takes the lease in Redis, or, when Redis fails, in the fallback
+// once Redis has been failing for Grace (until then, ok is false). An error
+// means the fallback failed too (or ctx ended).
+func (f *Fallback) TryLock(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
+	if err := checkLock(name, ttl, f.grace); err != nil {
+		return nil, false, err
+	}
+	l := &fallbackLease{f: f, name: name, token: f.owner + ":" + newToken(), ttl: ttl}
+	start := time.Now()
+	ok, err := f.redis.acquire(ctx, name, l.token, ttl, false)
+	switch {
+	case err == nil:
+		f.redisAnswered()
+		l.inRedis = true
+	case ctx.Err() != nil:
+		return nil, false, err
+	case f.redisFailed() < f.grace:
+		return nil, false, nil
+	default:
+		ok, err = f.other.acquire(ctx, name, l.token, ttl, false)
+	}
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	l.deadline = start.Add(ttl)
+	return l, true, nil
+}
+
+// fallbackLease is a lease that lives in Redis or in the fallback, and moves
+// between them on renewal.
+type fallbackLease struct {
+	f     *Fallback
+	name  string
+	token string
+	ttl   time.Duration
+
+	mu       sync.Mutex // serialises Renew and Release
+	inRedis  bool
+	deadline time.Time
+}
+
+var _ Lease = (*fallbackLease)(nil)
+
+func (l *fallbackLease) Name() string { return l.name }
+
+func (l *fallbackLease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+func (l *fallbackLease) Renew(ctx context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := time.Now()
+	ok, err := l.renew(ctx)
+	if ok && err == nil {
+		l.deadline = start.Add(l.ttl)
+	}
+	return ok, err
+}
+
+func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
+	f := l.f
+	if l.inRedis {
+		ok, err := f.redis.renew(ctx, l.name, l.token, l.ttl)
+		if err == nil {
+			f.redisAnswered()
+			return ok, nil
+		}
+		if ctx.Err() != nil {
+			return false, err
+		}
+		f.redisFailed()
+		ok, err = f.other.acquire(ctx, l.name, l.token, l.ttl, true)
+		if ok && err == nil {
+			l.inRedis = false
+			f.log.Info("lease moved to the fallback", "lease", l.name)
+		}
+		return ok, err
+	}
+	ok, err := f.redis.acquire(ctx, l.name, l.token, l.ttl, true)
+	if err == nil {
+		f.redisAnswered()
+		// Whether the lease moved back or was found taken, the fallback
+		// row is no longer ours to keep.
+		if rerr := f.other.release(context.WithoutCancel(ctx), l.name, l.token); rerr != nil {
+			f.log.Warn("could not drop the fallback lease; it expires on its own", "lease", l.name, "err", rerr)
+		}
+		if ok {
+			l.inRedis = true
+			f.log.Info("lease moved back to Redis", "lease", l.name)
+		}
+		return ok, nil
+	}
+	if ctx.Err() != nil {
+		return false, err
+	}
+	f.redisFailed()
+	return f.other.renew(ctx, l.name, l.token, l.ttl)
+}
+
+func (l *fallbackLease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	if l.inRedis {
+		return l.f.redis.release(ctx, l.name, l.token)
+	}
+	return l.f.other.release(ctx, l.name, l.token)
+}
