@@ -165,6 +165,9 @@ func (cc *clientCmd) hint(err error) string {
 	case httpx.CodeFileTooLarge:
 		return "the coordinator's MAX_FILE_SIZE bounds uploads; raise it there to store larger files"
 	case httpx.CodeInternal:
+		if ae.RequestID == "" {
+			return "the coordinator's log has the detail"
+		}
 		return "the coordinator's log has the detail: look for request id " + ae.RequestID
 	case httpx.CodeNotFound, httpx.CodeMethodNotAllowed, "":
 		return "is " + cc.c.BaseURL() + " a dfs coordinator? set -url or DFS_URL"

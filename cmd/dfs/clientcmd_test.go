@@ -202,7 +202,7 @@ func TestErrorAnswersGiveAdvice(t *testing.T) {
 		{"conflict", "DELETE /api/files/{id}", fakeAnswer{409, httpx.CodeConflict, "the file is still PENDING"},
 			[]string{"rm", "x"}, []string{"still PENDING", "409 CONFLICT"}},
 		{"internal", "POST /api/admin/rebalance", fakeAnswer{500, httpx.CodeInternal, "internal error"},
-			[]string{"rebalance"}, []string{"log has the detail"}},
+			[]string{"rebalance"}, []string{"log has the detail: look for request id req-fake-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -64,6 +64,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	mux := http.NewServeMux()
 	route := func(pattern string, h http.HandlerFunc) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Request-Id", "req-fake-1")
 			f.mu.Lock()
 			forced, ok := f.fail[pattern]
 			f.mu.Unlock()

@@ -137,7 +137,8 @@ Downloads a file into the current directory under its stored name, or to
 existing file is never replaced without -f. The bytes go to a temporary
 file beside the target, are checked against the file's SHA-256, and only
 then take the target's name: a failed or interrupted download leaves
-nothing behind. With -json the outcome is printed as {fileId, path,
+nothing behind. (Bytes written to stdout cannot be taken back: there a
+failed download is told by the exit status.) With -json the outcome is printed as {fileId, path,
 sizeBytes, checksum, verified, servedBy}. When stderr is a terminal, files
 of 1 MiB or more get a progress bar there.
 `
