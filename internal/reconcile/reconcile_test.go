@@ -1,0 +1,394 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
+	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// fakeNodes keeps each node's blobs in a blob.Memory, logs every mutating
+// call in order, and fails calls on demand, so a test can fault a reconcile
+// at an exact point.
+type fakeNodes struct {
+	mu      sync.Mutex
+	stores  map[string]*blob.Memory
+	down    map[string]bool
+	failPut map[string]error
+	ops     []string
+}
+
+func newFakeNodes(ids ...string) *fakeNodes {
+	f := &fakeNodes{stores: map[string]*blob.Memory{}, down: map[string]bool{}, failPut: map[string]error{}}
+	for _, id := range ids {
+		f.stores[id] = blob.NewMemory(blob.Options{})
+	}
+	return f
+}
+
+func (f *fakeNodes) node(base string) (*blob.Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[base] {
+		return nil, errs.E(errs.Unavailable, "%s: connection refused", base)
+	}
+	return f.stores[base], nil
+}
+
+func (f *fakeNodes) log(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, op)
+}
+
+func (f *fakeNodes) Head(ctx context.Context, base, id string) (blob.Info, error) {
+	s, err := f.node(base)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	return s.Stat(ctx, id)
+}
+
+func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+	s, err := f.node(base)
+	if err != nil {
+		return nil, err
+	}
+	rc, info, err := s.Fetch(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &nodeclient.Object{Body: rc, Info: info, ContentLength: info.Size}, nil
+}
+
+func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error) {
+	s, err := f.node(base)
+	if err != nil {
+		return blob.Info{}, false, err
+	}
+	f.mu.Lock()
+	perr := f.failPut[base]
+	f.mu.Unlock()
+	if perr != nil {
+		return blob.Info{}, false, perr
+	}
+	info, created, err := s.Receive(ctx, id, checksum, size, body)
+	if err == nil {
+		f.log("put " + base)
+	}
+	return info, created, err
+}
+
+func (f *fakeNodes) Delete(ctx context.Context, base, id string) error {
+	s, err := f.node(base)
+	if err != nil {
+		return err
+	}
+	f.log("delete " + base)
+	return s.Remove(ctx, id)
+}
+
+func (f *fakeNodes) Rehash(ctx context.Context, base, id string) (blob.Check, error) {
+	s, err := f.node(base)
+	if err != nil {
+		return blob.Check{}, err
+	}
+	return s.Rehash(ctx, id)
+}
+
+func (f *fakeNodes) holds(node, id string) bool {
+	_, err := f.stores[node].Stat(context.Background(), id)
+	return err == nil
+}
+
+func (f *fakeNodes) takeOps() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.ops
+	f.ops = nil
+	return out
+}
+
+// fakeCluster is a settable ring; node ids double as base URLs.
+type fakeCluster struct {
+	mu     sync.Mutex
+	rg     *ring.Ring
+	status map[string]meta.NodeStatus
+}
+
+func (c *fakeCluster) Ring() *ring.Ring {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rg
+}
+
+func (c *fakeCluster) BaseURL(id string) (string, bool) { return id, true }
+
+func (c *fakeCluster) Status(id string) (meta.NodeStatus, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.status[id]
+	return st, ok
+}
+
+func (c *fakeCluster) set(nodes ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rg = ring.New(100, nodes...)
+	for _, n := range nodes {
+		c.status[n] = meta.NodeHealthy
+	}
+}
+
+type fixture struct {
+	t       *testing.T
+	store   meta.Store
+	nodes   *fakeNodes
+	cluster *fakeCluster
+	rec     *Reconciler
+}
+
+func newFixture(t *testing.T, all ...string) *fixture {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	for _, n := range all {
+		require.NoError(t, st.CreateNode(context.Background(), &meta.Node{ID: n, Host: n, Port: 1, Status: meta.NodeHealthy}))
+	}
+	f := &fixture{t: t, store: st, nodes: newFakeNodes(all...), cluster: &fakeCluster{status: map[string]meta.NodeStatus{}}}
+	f.rec = New(Options{Store: st, Nodes: f.nodes, Cluster: f.cluster, ReplicationFactor: 3})
+	return f
+}
+
+// file stores a file with copies on the given nodes (bytes and rows).
+func (f *fixture) file(data []byte, on ...string) meta.FileRecord {
+	f.t.Helper()
+	sum := sha256.Sum256(data)
+	id := fmt.Sprintf("00000000-0000-4000-8000-%012x", sum[:6])
+	rec := meta.FileRecord{File: meta.File{ID: id, Name: "f", ContentType: "application/octet-stream",
+		SizeBytes: int64(len(data)), Checksum: hex.EncodeToString(sum[:]), Status: meta.FileActive,
+		PrimaryNodeID: on[0], ReplicationFactor: 3, RingPosition: ring.Position(id)}}
+	for _, n := range on {
+		_, _, err := f.nodes.stores[n].Receive(context.Background(), id, rec.Checksum, rec.SizeBytes, bytes.NewReader(data))
+		require.NoError(f.t, err)
+		rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaActive})
+	}
+	require.NoError(f.t, f.store.CreateFile(context.Background(), &rec))
+	return rec
+}
+
+func (f *fixture) reconcile(id string) Outcome {
+	f.t.Helper()
+	out, err := f.rec.Reconcile(context.Background(), id)
+	require.NoError(f.t, err)
+	return out
+}
+
+func (f *fixture) get(id string) meta.FileRecord {
+	f.t.Helper()
+	rec, err := f.store.GetFile(context.Background(), id)
+	require.NoError(f.t, err)
+	return rec
+}
+
+// moved finds a file whose preference list changes when to replaces from.
+func movedFile(t *testing.T, f *fixture, before, after []string, data func(i int) []byte) (meta.FileRecord, []string, []string) {
+	t.Helper()
+	rb, ra := ring.New(100, before...), ring.New(100, after...)
+	for i := range 1000 {
+		d := data(i)
+		sum := sha256.Sum256(d)
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012x", sum[:6])
+		pb, pa := rb.Preference(id, 3), ra.Preference(id, 3)
+		if fmt.Sprint(pb) != fmt.Sprint(pa) {
+			return f.file(d, pb...), pb, pa
+		}
+	}
+	t.Fatal("no file moves")
+	return meta.FileRecord{}, nil, nil
+}
+
+func TestCreatesBeforeItDeletes(t *testing.T) {
+	f := newFixture(t, "A", "B", "C", "D")
+	f.cluster.set("A", "B", "C")
+	rec, before, after := movedFile(t, f, []string{"A", "B", "C"}, []string{"A", "B", "C", "D"}, func(i int) []byte { return []byte(fmt.Sprint("file-", i)) })
+	f.cluster.set("A", "B", "C", "D")
+	var surplus string
+	for _, n := range before {
+		if !contains(after, n) {
+			surplus = n
+		}
+	}
+	require.NotEmpty(t, surplus)
+
+	// The newcomer refuses the copy: the surplus copy must survive.
+	f.nodes.failPut["D"] = errs.E(errs.Unavailable, "D refuses")
+	out := f.reconcile(rec.ID)
+	require.Equal(t, 1, out.Failures)
+	require.Zero(t, out.CopiesRemoved)
+	require.True(t, f.nodes.holds(surplus, rec.ID), "a surplus copy was deleted before its replacement existed")
+	require.Equal(t, meta.FileDegraded, f.get(rec.ID).Status)
+	require.NotContains(t, f.nodes.takeOps(), "delete "+surplus)
+
+	// Once the newcomer accepts, the copy is created first and only then is
+	// the surplus one removed.
+	delete(f.nodes.failPut, "D")
+	out = f.reconcile(rec.ID)
+	require.Equal(t, 1, out.CopiesCreated)
+	require.Equal(t, 1, out.CopiesRemoved)
+	require.Equal(t, []string{"put D", "delete " + surplus}, f.nodes.takeOps())
+	got := f.get(rec.ID)
+	require.Equal(t, meta.FileActive, got.Status)
+	require.ElementsMatch(t, after, activeNodes(got))
+
+	// A second run does nothing.
+	out = f.reconcile(rec.ID)
+	require.False(t, out.Changed)
+	require.Zero(t, out.CopiesCreated+out.CopiesRemoved)
+	require.Empty(t, f.nodes.takeOps())
+}
+
+func TestReturningNodeIsReadoptedWithoutCopying(t *testing.T) {
+	f := newFixture(t, "A", "B", "C")
+	f.cluster.set("A", "B", "C")
+	rec := f.file([]byte("hello"), "A", "B", "C")
+	f.cluster.set("A", "B") // C failed
+	f.cluster.status["C"] = meta.NodeUnhealthy
+	out := f.reconcile(rec.ID)
+	require.Equal(t, meta.FileDegraded, out.Status)
+	got := f.get(rec.ID)
+	r, _ := got.Replica("C")
+	require.Equal(t, meta.ReplicaFailed, r.Status)
+
+	f.cluster.set("A", "B", "C") // C recovered, its blob intact
+	out = f.reconcile(rec.ID)
+	require.Equal(t, meta.FileActive, out.Status)
+	require.Zero(t, out.CopiesCreated, "re-adoption copies nothing")
+	require.Empty(t, f.nodes.takeOps())
+}
+
+func TestNoSourceLeftIsUnrecoverableAndNamed(t *testing.T) {
+	f := newFixture(t, "A", "B", "C")
+	f.cluster.set("A", "B", "C")
+	rec := f.file([]byte("doomed"), "A")
+	require.NoError(t, f.nodes.stores["A"].Remove(context.Background(), rec.ID))
+	out := f.reconcile(rec.ID)
+	require.True(t, out.Unrecoverable)
+	require.Equal(t, meta.FileFailed, out.Status)
+	require.Contains(t, f.get(rec.ID).StatusReason, "no reachable copy")
+}
+
+func TestCorruptSourceIsRefusedAndRemoved(t *testing.T) {
+	f := newFixture(t, "A", "B", "C")
+	f.cluster.set("A", "B", "C")
+	// Pick a file whose preference list puts A before B, so the reconciler
+	// tries A's corrupt copy as a source first.
+	rg := ring.New(100, "A", "B", "C")
+	var data []byte
+	for i := 0; ; i++ {
+		data = []byte(fmt.Sprint("precious bytes ", i))
+		sum := sha256.Sum256(data)
+		p := rg.Preference(fmt.Sprintf("00000000-0000-4000-8000-%012x", sum[:6]), 3)
+		if indexOf(p, "A") < indexOf(p, "B") {
+			break
+		}
+	}
+	rec := f.file(data, "A", "B")
+	require.True(t, f.nodes.stores["A"].Corrupt(rec.ID))
+	f.reconcile(rec.ID)
+	// C got a good copy (from B, after A's bytes were refused on arrival),
+	// and A's bad copy was found, removed and replaced.
+	for _, n := range []string{"B", "C"} {
+		ck, err := f.nodes.stores[n].Rehash(context.Background(), rec.ID)
+		require.NoError(t, err)
+		require.Equal(t, rec.Checksum, ck.Actual, n)
+	}
+	f.reconcile(rec.ID)
+	ck, err := f.nodes.stores["A"].Rehash(context.Background(), rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, rec.Checksum, ck.Actual)
+	require.Equal(t, meta.FileActive, f.get(rec.ID).Status)
+}
+
+func TestDeletedFileIsNeverRecreated(t *testing.T) {
+	f := newFixture(t, "A", "B", "C")
+	f.cluster.set("A", "B", "C")
+	rec := f.file([]byte("gone"), "A", "B", "C")
+	rec.Status = meta.FileDeleted
+	for i := range rec.Replicas {
+		rec.Replicas[i].Status = meta.ReplicaDeleting
+	}
+	require.NoError(t, f.store.UpdateFile(context.Background(), &rec))
+	f.nodes.down["C"] = true
+	out := f.reconcile(rec.ID)
+	require.False(t, out.Removed)
+	require.Equal(t, []string{"C"}, out.RemainingHolders)
+	require.Zero(t, out.CopiesCreated)
+	f.nodes.down["C"] = false
+	out = f.reconcile(rec.ID)
+	require.True(t, out.Removed)
+	for _, n := range []string{"A", "B", "C"} {
+		require.False(t, f.nodes.holds(n, rec.ID))
+	}
+}
+
+func TestLockContentionSkips(t *testing.T) {
+	f := newFixture(t, "A", "B", "C")
+	f.cluster.set("A", "B", "C")
+	rec := f.file([]byte("locked"), "A")
+	held := true
+	f.rec.lock = func(ctx context.Context, name string, _ time.Duration) (context.Context, func(), bool) {
+		require.Equal(t, "file:"+rec.ID, name)
+		return ctx, func() {}, !held
+	}
+	out := f.reconcile(rec.ID)
+	require.True(t, out.Skipped)
+	require.Empty(t, f.nodes.takeOps(), "a skipped file is not touched")
+	held = false
+	out = f.reconcile(rec.ID)
+	require.Equal(t, 2, out.CopiesCreated)
+}
+
+func activeNodes(rec meta.FileRecord) []string {
+	var out []string
+	for _, r := range rec.Replicas {
+		if r.Status == meta.ReplicaActive {
+			out = append(out, r.NodeID)
+		}
+	}
+	return out
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
