@@ -21,9 +21,10 @@ import (
 //     slip in between), and holders that do not renew must finish within
 //     their TTL anyway. So Fallback grants no new store lease for Grace after
 //     it first sees Redis fail.
-//   - When Redis comes back after a restart it has forgotten every lease, and
-//     RedisLocker withholds new ones for Grace after Redis starts while store
-//     holders carry theirs back to Redis at their next renewal.
+//   - When Redis comes back, store holders carry their leases back to Redis
+//     at their next renewal. If it restarted it has forgotten every lease,
+//     and RedisLocker withholds new ones for Grace after it notices the
+//     restart.
 //
 // What it cannot rule out: a coordinator that reaches the database but not
 // Redis while another reaches both (a partial network partition) can hold a

@@ -31,7 +31,10 @@ type Lease interface {
 	// its TTL. Work under the lease must stop by then unless Renew succeeds.
 	Deadline() time.Time
 	// Renew extends the lease by its TTL. ok is false, without error, when
-	// the lease was lost (it expired and another owner may have it).
+	// another owner holds it now. A lease that lapsed (or that a restarted
+	// Redis forgot) and that nobody took since is taken back; work done
+	// after Deadline was unprotected all the same, which is why KeepAlive
+	// stops work at Deadline.
 	Renew(ctx context.Context) (ok bool, err error)
 	// Release gives the lease up if it is still held. It runs even when ctx
 	// has ended (a deferred release after a cancelled run), bounded by the
@@ -52,12 +55,13 @@ type LockOptions struct {
 	// random part per acquisition), for whoever inspects them. Default
 	// "<hostname>:<pid>".
 	Owner string
-	// Grace is how long Redis leases are withheld after Redis (re)starts,
-	// and how long Fallback withholds metadata-store leases after Redis stops
-	// answering, so that the holders of the other kind have stopped or moved
-	// over before anyone else is granted the same name. It must be at least
-	// the longest TTL in use: RedisLocker and Fallback reject a longer TTL.
-	// Default DefaultGrace.
+	// Grace is how long new Redis leases are withheld after this process
+	// notices that Redis restarted, and how long Fallback withholds
+	// metadata-store leases after Redis stops answering, so that the holders
+	// of forgotten or unreachable leases have taken them back, moved them
+	// over or stopped before anyone else is granted the same name. It must
+	// be at least the longest TTL in use: RedisLocker and Fallback reject a
+	// longer TTL. Default DefaultGrace.
 	Grace  time.Duration
 	Logger *slog.Logger
 }
@@ -95,6 +99,7 @@ type backend interface {
 	// acquire takes name for token, or extends it if token holds it. A
 	// migrating holder is not subject to the backend's grace period.
 	acquire(ctx context.Context, name, token string, ttl time.Duration, migrating bool) (bool, error)
+	// renew extends the lease if token holds it or nobody does.
 	renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error)
 	release(ctx context.Context, name, token string) error
 }
@@ -151,10 +156,13 @@ func (l *lease) Release(ctx context.Context) error {
 // per acquisition so that only the holder can renew or release.
 //
 // Redis without persistence forgets every lease when it restarts, while their
-// holders are still working. So for Grace after Redis starts (by its own
-// uptime, read in the same script), a lease is granted only to a holder that
-// is renewing or moving its lease over from the metadata store; others are
-// told the lease is taken.
+// holders are still working. Holders take their lease back at their next
+// renewal (a renewal takes a lease nobody holds), so for Grace after a
+// restart that this process noticed (the server's run_id changed) it grants
+// no new lease. A process that never saw the old server cannot notice, and
+// may be granted a lease whose old holder has not renewed yet; that holder
+// then finds it taken at its next renewal and stops (see KeepAlive). A first
+// start of Redis withholds nothing.
 type RedisLocker struct {
 	c     *Client
 	owner string
@@ -180,45 +188,30 @@ func (r *RedisLocker) TryLock(ctx context.Context, name string, ttl time.Duratio
 
 func (r *RedisLocker) lockKey(name string) string { return r.c.key("lock:" + name) }
 
-// acquireScript takes or extends a lease.
-// KEYS: lock. ARGV: token, ttl ms, grace in seconds, "1" to ignore the grace.
-// Returns 1 when token holds the lease, 0 when another token does, -1 when
-// the lease is free but Redis started less than grace ago.
+// acquireScript takes, takes back or extends a lease, and reports the
+// server's run_id and uptime so that the client notices restarts.
+// KEYS: lock. ARGV: token, ttl ms, grace in seconds, "1" to honour the
+// grace, the run_id the client last saw ("" for none).
+// Returns {1, run_id, uptime} when token holds the lease, {0, …} when
+// another token does, {-1, …} when the lease is free but the server restarted
+// (its run_id is not the one the client saw) less than grace ago.
 var acquireScript = redis.NewScript(`
+local info = redis.call('INFO', 'server')
+local run = string.match(info, 'run_id:(%x+)') or ''
+local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	return 1
+	return {1, run, up}
 end
 if cur then
-	return 0
+	return {0, run, up}
 end
-if ARGV[4] ~= '1' then
-	local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-	if up ~= nil and up < tonumber(ARGV[3]) then
-		return -1
-	end
+if ARGV[4] == '1' and ARGV[5] ~= '' and run ~= ARGV[5] and up < tonumber(ARGV[3]) then
+	return {-1, run, up}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`)
-
-// renewScript extends a lease its token holds. A lease that vanished because
-// Redis restarted less than grace ago is taken back: nobody else can have
-// been granted it in the meantime.
-// KEYS: lock. ARGV: token, ttl ms, grace in seconds.
-var renewScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then
-	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-if cur == false then
-	local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-	if up ~= nil and up < tonumber(ARGV[3]) then
-		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-		return 1
-	end
-end
-return 0`)
+return {1, run, up}`)
 
 // releaseScript deletes a lease its token holds.
 // KEYS: lock. ARGV: token.
@@ -228,35 +221,53 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// graceSeconds rounds the grace up: uptime is whole seconds, and a shorter
-// grace than configured would be unsafe.
-func (r *RedisLocker) graceSeconds() int64 {
-	return int64((r.grace + time.Second - 1) / time.Second)
-}
-
+// acquire runs acquireScript. A migrating holder, and a renewal, may take a
+// lease nobody holds at any time: either it still held the lease until now
+// (its deadline has not passed) or it holds it elsewhere.
 func (r *RedisLocker) acquire(ctx context.Context, name, token string, ttl time.Duration, migrating bool) (bool, error) {
-	ignore := "0"
-	if migrating {
-		ignore = "1"
-	}
-	cctx, cancel := r.c.cmdCtx(ctx)
-	defer cancel()
-	n, err := acquireScript.Run(cctx, r.c.rdb, []string{r.lockKey(name)},
-		token, ttl.Milliseconds(), r.graceSeconds(), ignore).Int()
-	if err := r.c.check(ctx, "lock_acquire", err); err != nil {
-		return false, err
-	}
-	return n == 1, nil
+	return r.run(ctx, "lock_acquire", name, token, ttl, !migrating)
 }
 
 func (r *RedisLocker) renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
+	return r.run(ctx, "lock_renew", name, token, ttl, false)
+}
+
+func (r *RedisLocker) run(ctx context.Context, op, name, token string, ttl time.Duration, honourGrace bool) (bool, error) {
+	if honourGrace && r.c.restartedWithin(r.grace) {
+		return false, nil
+	}
+	// uptime counts whole seconds; rounding the grace up keeps it whole.
+	graceSecs := int64((r.grace + time.Second - 1) / time.Second)
+	honour := "0"
+	if honourGrace {
+		honour = "1"
+	}
 	cctx, cancel := r.c.cmdCtx(ctx)
 	defer cancel()
-	n, err := renewScript.Run(cctx, r.c.rdb, []string{r.lockKey(name)}, token, ttl.Milliseconds(), r.graceSeconds()).Int()
-	if err := r.c.check(ctx, "lock_renew", err); err != nil {
+	res, err := acquireScript.Run(cctx, r.c.rdb, []string{r.lockKey(name)},
+		token, ttl.Milliseconds(), graceSecs, honour, r.c.lastRunID()).Slice()
+	if err := r.c.check(ctx, op, err); err != nil {
 		return false, err
 	}
+	n, run, up, err := parseAcquire(res)
+	if err != nil {
+		return false, errs.Wrap(errs.Other, err, "redis %s", op)
+	}
+	r.c.observeRun(run, up)
 	return n == 1, nil
+}
+
+func parseAcquire(res []any) (n int64, run string, up int64, err error) {
+	if len(res) == 3 {
+		var ok1, ok2, ok3 bool
+		n, ok1 = res[0].(int64)
+		run, ok2 = res[1].(string)
+		up, ok3 = res[2].(int64)
+		if ok1 && ok2 && ok3 {
+			return n, run, up, nil
+		}
+	}
+	return 0, "", 0, fmt.Errorf("unexpected lock script answer %v", res)
 }
 
 func (r *RedisLocker) release(ctx context.Context, name, token string) error {
@@ -267,9 +278,7 @@ func (r *RedisLocker) release(ctx context.Context, name, token string) error {
 
 // StoreLocker keeps leases as rows of the metadata store (AcquireLease and
 // ReleaseLease), timed by the database's clock, so that coordinators sharing
-// a database stay single-writer without Redis. Renewing a lease that expired
-// but that nobody took since succeeds (the row is taken back); Lease.Deadline
-// and KeepAlive make sure the work stopped in between.
+// a database stay single-writer without Redis.
 type StoreLocker struct {
 	store meta.Store
 	owner string

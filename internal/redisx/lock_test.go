@@ -189,36 +189,40 @@ func TestRedisLeaseIsAKeyWithTheTTL(t *testing.T) {
 }
 
 // TestRedisLocksAfterRestart: a restarted Redis has forgotten every lease
-// while the holders still work, so for the grace period it grants none — but
-// a holder renewing keeps its own.
+// while the holders still work, so a process that notices the restart grants
+// none for the grace period — but a holder renewing takes its own back. A
+// first start withholds nothing.
 func TestRedisLocksAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
-	c := openClient(t, srv.URL(), Options{})
 	o := LockOptions{Grace: time.Second}
-	a, b := NewRedisLocker(c, o), NewRedisLocker(c, o)
+	ca := openClient(t, srv.URL(), Options{})
+	cb := openClient(t, srv.URL(), Options{KeyPrefix: ca.prefix})
+	a, b := NewRedisLocker(ca, o), NewRedisLocker(cb, o)
 	ctx := ctxT(t)
+	const ttl = 500 * time.Millisecond
 
-	_, ok, err := a.TryLock(ctx, "rebalance", 500*time.Millisecond)
-	require.NoError(t, err)
-	require.False(t, ok, "a Redis that just started withholds leases")
-	held := eventuallyLock(t, a, "rebalance", 500*time.Millisecond)
+	held := mustLock(t, a, "rebalance", ttl) // a fresh Redis grants at once
+	requireTaken(t, b, "rebalance")          // and b has now seen this server
 
 	srv.Kill()
-	_, err = held.Renew(ctx)
+	_, err := held.Renew(ctx)
 	require.Error(t, err)
 	require.Equal(t, errs.Unavailable, errs.KindOf(err))
-	_, _, err = b.TryLock(ctx, "rebalance", 500*time.Millisecond)
+	_, _, err = b.TryLock(ctx, "rebalance", ttl)
 	require.Equal(t, errs.Unavailable, errs.KindOf(err))
 
 	srv.Restart()
-	require.Eventually(t, func() bool { return c.Ping(ctx) == nil }, 10*time.Second, 20*time.Millisecond)
-	requireTaken(t, b, "rebalance")
-	ok, err = held.Renew(ctx)
+	require.Eventually(t, func() bool { return cb.Ping(ctx) == nil }, 10*time.Second, 20*time.Millisecond)
+	require.Zero(t, cb.rdb.Exists(ctx, ca.key("lock:rebalance")).Val(), "the restart lost the lease")
+	requireTaken(t, b, "rebalance") // free, but b noticed the restart
+	ok, err := held.Renew(ctx)
 	require.NoError(t, err)
 	require.True(t, ok, "the holder takes its lease back from the restarted Redis")
 	requireTaken(t, b, "rebalance")
+
 	require.NoError(t, held.Release(ctx))
-	eventuallyLock(t, b, "rebalance", 500*time.Millisecond)
+	requireTaken(t, b, "other-name") // every name waits out the grace
+	eventuallyLock(t, b, "rebalance", ttl)
 }
 
 // TestFallbackAcrossARedisOutage runs two coordinators' Fallback lockers over
@@ -248,7 +252,7 @@ func TestFallbackAcrossARedisOutage(t *testing.T) {
 		require.True(t, ok)
 	}
 
-	la := eventuallyLock(t, a, "rebalance", ttl) // once Redis's start-up grace is over
+	la := mustLock(t, a, "rebalance", ttl)
 	require.True(t, strings.HasPrefix(c.rdb.Get(ctx, key).Val(), "a:"), "held in Redis")
 	require.False(t, inStore())
 	requireTaken(t, b, "rebalance")
@@ -365,10 +369,12 @@ func TestKeepAlive(t *testing.T) {
 func TestKeepAliveHoldsTheLease(t *testing.T) {
 	c := sharedClient(t, Options{})
 	a, b := NewRedisLocker(c, LockOptions{}), NewRedisLocker(c, LockOptions{})
-	const ttl = 100 * time.Millisecond
+	// Long enough that a renewal delayed by a loaded test machine still
+	// lands in time; the loop spans several TTLs.
+	const ttl = 300 * time.Millisecond
 	l := mustLock(t, a, "rebalance", ttl)
-	ctx, stop := KeepAlive(context.Background(), l, ttl/4)
-	for end := time.Now().Add(5 * ttl); time.Now().Before(end); time.Sleep(ttl / 5) {
+	ctx, stop := KeepAlive(context.Background(), l, ttl/6)
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(ttl / 10) {
 		require.NoError(t, ctx.Err(), "renewed in time")
 		requireTaken(t, b, "rebalance")
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,12 @@ type Client struct {
 	// down is true from the first failed call until the next successful
 	// one, so that an outage is logged once at each end rather than per call.
 	down atomic.Bool
+
+	// What the lock scripts have told about the server: its run_id, and
+	// when a server with a run_id other than the previous one started.
+	runMu     sync.Mutex
+	runID     string
+	restarted time.Time
 }
 
 // Open returns a client for the redis:// or rediss:// URL. It fails only on a
@@ -164,6 +171,38 @@ func (c *Client) check(ctx context.Context, op string, err error) error {
 		}
 	}
 	return errs.Wrap(errs.Unavailable, err, "redis %s", op)
+}
+
+// observeRun records the server's run_id and uptime (seconds) as a lock
+// script reported them, and notes a restart when the run_id changed.
+func (c *Client) observeRun(run string, uptime int64) {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if run == c.runID || run == "" {
+		return
+	}
+	if c.runID != "" {
+		// uptime is rounded down, so this is the latest the server can
+		// have started: the grace is never cut short.
+		c.restarted = time.Now().Add(-time.Duration(uptime) * time.Second)
+		c.log.Warn("redis restarted and lost its leases; new ones wait for their holders to take them back",
+			"uptime", time.Duration(uptime)*time.Second)
+	}
+	c.runID = run
+}
+
+func (c *Client) lastRunID() string {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	return c.runID
+}
+
+// restartedWithin reports whether a restart was noticed and the server
+// started less than d ago.
+func (c *Client) restartedWithin(d time.Duration) bool {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	return !c.restarted.IsZero() && time.Since(c.restarted) < d
 }
 
 // newToken returns a random string that no other acquisition or
