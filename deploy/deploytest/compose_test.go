@@ -1,0 +1,302 @@
+package deploytest
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// composeFile is the part of the Compose specification docker-compose.yml uses.
+type composeFile struct {
+	Name     string                    `yaml:"name"`
+	Services map[string]composeService `yaml:"services"`
+	Volumes  map[string]any            `yaml:"volumes"`
+}
+
+type composeService struct {
+	Image         string            `yaml:"image"`
+	ContainerName string            `yaml:"container_name"`
+	Profiles      []string          `yaml:"profiles"`
+	Environment   map[string]string `yaml:"environment"`
+	Ports         []string          `yaml:"ports"`
+	Volumes       []string          `yaml:"volumes"`
+	Build         *struct {
+		Context    string `yaml:"context"`
+		Dockerfile string `yaml:"dockerfile"`
+	} `yaml:"build"`
+	DependsOn map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+}
+
+func loadCompose(t *testing.T) composeFile {
+	t.Helper()
+	var c composeFile
+	require.NoError(t, yaml.Unmarshal([]byte(readRepoFile(t, "docker-compose.yml")), &c), "docker-compose.yml parses")
+	require.NotEmpty(t, c.Services)
+	return c
+}
+
+// interpolate expands Compose's ${VAR}, ${VAR:-default}, ${VAR-default} and
+// $VAR from env, and $$ to $, recording every variable named. Other forms
+// fail the test: they are beyond this expander, not wrong.
+func interpolate(t *testing.T, s string, env map[string]string, named map[string]bool) string {
+	t.Helper()
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			out.WriteByte(s[i])
+			continue
+		}
+		rest := s[i+1:]
+		switch {
+		case strings.HasPrefix(rest, "$"):
+			out.WriteByte('$')
+			i++
+		case strings.HasPrefix(rest, "{"):
+			end := strings.IndexByte(rest, '}')
+			require.Positive(t, end, "unclosed ${ in %q", s)
+			expr := rest[1:end]
+			// ${VAR:-def} defaults when VAR is unset or empty, ${VAR-def}
+			// only when it is unset.
+			name, def, hasDef, colon := expr, "", false, false
+			if j := strings.IndexAny(expr, ":-?+"); j >= 0 {
+				name = expr[:j]
+				op := expr[j:]
+				switch {
+				case strings.HasPrefix(op, ":-"):
+					def, hasDef, colon = op[2:], true, true
+				case strings.HasPrefix(op, "-"):
+					def, hasDef = op[1:], true
+				default:
+					t.Fatalf("${%s}: only ${VAR}, ${VAR:-default} and ${VAR-default} are understood here", expr)
+				}
+			}
+			named[name] = true
+			v, ok := env[name]
+			if hasDef && (!ok || (colon && v == "")) {
+				v = def
+			}
+			out.WriteString(v)
+			i += end + 1
+		default:
+			m := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*`).FindString(rest)
+			require.NotEmpty(t, m, "a lone $ in %q", s)
+			named[m] = true
+			out.WriteString(env[m])
+			i += len(m)
+		}
+	}
+	return out.String()
+}
+
+// daemonOf names the daemon a compose service runs, from its Dockerfile, or
+// "" for a service that is not ours.
+func daemonOf(t *testing.T, svc composeService) string {
+	t.Helper()
+	if svc.Build == nil {
+		return ""
+	}
+	for binary, rel := range dockerfiles {
+		if path.Clean(svc.Build.Dockerfile) == rel {
+			require.Equal(t, ".", svc.Build.Context, "the Dockerfiles build from the repository root")
+			return binary
+		}
+	}
+	t.Fatalf("build with unknown Dockerfile %s", svc.Build.Dockerfile)
+	return ""
+}
+
+// composeEnv returns a dfs service's environment as its container sees it
+// after `cp .env.example .env`: the image's ENV, overridden by the service's
+// interpolated environment.
+func composeEnv(t *testing.T, binary string, svc composeService, dotenv map[string]string) map[string]string {
+	t.Helper()
+	env := parseDockerfile(t, dockerfiles[binary]).final().env(t)
+	for k, v := range svc.Environment {
+		env[k] = interpolate(t, v, dotenv, map[string]bool{})
+	}
+	return env
+}
+
+// TestComposeServices: the topology the README and the demo rely on.
+func TestComposeServices(t *testing.T) {
+	c := loadCompose(t)
+	require.Equal(t, "dfs", c.Name)
+	want := []string{"coordinator", "postgres", "redis", "storage-node-1", "storage-node-2", "storage-node-3", "storage-node-4"}
+	require.Equal(t, want, sortedKeys(c.Services))
+
+	require.Equal(t, "postgres:16-alpine", c.Services["postgres"].Image)
+	require.Equal(t, "redis:7-alpine", c.Services["redis"].Image)
+	require.Contains(t, strings.Join(c.Services["postgres"].Healthcheck.Test, " "), "pg_isready")
+	require.Equal(t, []string{"CMD", "redis-cli", "ping"}, c.Services["redis"].Healthcheck.Test)
+	require.Equal(t, "service_healthy", c.Services["coordinator"].DependsOn["postgres"].Condition)
+	require.Equal(t, coordinatorBin, daemonOf(t, c.Services["coordinator"]))
+
+	for i := 1; i <= 4; i++ {
+		name := fmt.Sprintf("storage-node-%d", i)
+		svc := c.Services[name]
+		require.Equal(t, storageNodeBin, daemonOf(t, svc), name)
+		require.Equal(t, fmt.Sprintf("dfs-node-%d", i), svc.ContainerName, name)
+		if i == 4 {
+			require.Equal(t, []string{"scale"}, svc.Profiles, "storage-node-4 joins with --profile scale")
+		} else {
+			require.Empty(t, svc.Profiles, "%s starts by default", name)
+		}
+	}
+	// A health condition needs a health check to wait for.
+	for name, svc := range c.Services {
+		for dep, d := range svc.DependsOn {
+			require.Contains(t, c.Services, dep, "%s depends on %s", name, dep)
+			if d.Condition == "service_healthy" {
+				require.NotNil(t, c.Services[dep].Healthcheck, "%s waits for %s to be healthy", name, dep)
+			}
+		}
+	}
+}
+
+// TestComposeEnvironment: every variable set on a dfs container is one its
+// daemon reads, with a value its daemon accepts, and every address names a
+// compose service, never localhost.
+func TestComposeEnvironment(t *testing.T) {
+	c := loadCompose(t)
+	dotenv := loadEnvExample(t).values
+	for name, svc := range c.Services {
+		binary := daemonOf(t, svc)
+		if binary == "" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			vars := readVars(t, binary)
+			for _, k := range sortedKeys(svc.Environment) {
+				require.True(t, vars[k], "%s sets %s, which %s does not read", name, k, binary)
+			}
+			env := composeEnv(t, binary, svc, dotenv)
+			require.NoError(t, loadConfig(binary, env), "%s's environment after cp .env.example .env", name)
+
+			serviceURL := func(key string) *url.URL {
+				u, err := url.Parse(env[key])
+				require.NoError(t, err, "%s %s", name, key)
+				require.Contains(t, c.Services, u.Hostname(), "%s %s=%s names a compose service", name, key, env[key])
+				return u
+			}
+			switch binary {
+			case coordinatorBin:
+				require.Equal(t, "5432", serviceURL("DATABASE_URL").Port())
+				require.Equal(t, "postgres", serviceURL("DATABASE_URL").Hostname())
+				require.Equal(t, "redis", serviceURL("REDIS_URL").Hostname())
+			case storageNodeBin:
+				u := serviceURL("COORDINATOR_URL")
+				require.Equal(t, composeEnv(t, coordinatorBin, c.Services[u.Hostname()], dotenv)["SERVER_PORT"], u.Port(),
+					"%s reaches the coordinator on its SERVER_PORT", name)
+				require.Equal(t, name, env["STORAGE_ADVERTISED_HOST"], "%s advertises its service name", name)
+				require.Equal(t, env["SERVER_PORT"], env["STORAGE_ADVERTISED_PORT"], name)
+			}
+		})
+	}
+	// Node ids are distinct: two nodes under one id would be one node.
+	ids := map[string]string{}
+	for name, svc := range c.Services {
+		if daemonOf(t, svc) == storageNodeBin {
+			id := svc.Environment["STORAGE_NODE_ID"]
+			require.NotContains(t, ids, id, "%s and %s share STORAGE_NODE_ID", name, ids[id])
+			ids[id] = name
+		}
+	}
+}
+
+// TestComposePortsVolumesHealth: published ports map to SERVER_PORT and
+// default to .env.example's values, each daemon keeps its data on a named
+// volume of its own, and every health check probes a route its daemon serves
+// on its port.
+func TestComposePortsVolumesHealth(t *testing.T) {
+	c := loadCompose(t)
+	dotenv := loadEnvExample(t).values
+	hostPorts := map[string]string{}
+	volumes := map[string]string{}
+	for name, svc := range c.Services {
+		for _, p := range svc.Ports {
+			named := map[string]bool{}
+			host, container, ok := strings.Cut(interpolate(t, p, dotenv, named), ":")
+			require.True(t, ok, "%s publishes HOST:CONTAINER, got %q", name, p)
+			require.NotContains(t, hostPorts, host, "%s and %s publish host port %s", name, hostPorts[host], host)
+			hostPorts[host] = name
+			require.Len(t, named, 1, "%s: the host port %q comes from .env", name, p)
+			// The port with no .env at all is the one .env.example shows.
+			require.Equal(t, host, strings.Split(interpolate(t, p, nil, map[string]bool{}), ":")[0], "%s: the default in %q", name, p)
+			if binary := daemonOf(t, svc); binary != "" {
+				require.Equal(t, composeEnv(t, binary, svc, dotenv)["SERVER_PORT"], container, "%s publishes its SERVER_PORT", name)
+			}
+		}
+		binary := daemonOf(t, svc)
+		if binary == "" {
+			continue
+		}
+		require.Len(t, svc.Ports, 1, name)
+		env := composeEnv(t, binary, svc, dotenv)
+		dataDir := env[map[string]string{coordinatorBin: "DATA_DIRECTORY", storageNodeBin: "STORAGE_DATA_DIRECTORY"}[binary]]
+		var mounted bool
+		for _, v := range svc.Volumes {
+			vol, target, _ := strings.Cut(v, ":")
+			if target == dataDir {
+				mounted = true
+				require.Contains(t, c.Volumes, vol, "%s: volume %s is declared", name, vol)
+				require.NotContains(t, volumes, vol, "%s and %s share volume %s", name, volumes[vol], vol)
+				volumes[vol] = name
+			}
+		}
+		require.True(t, mounted, "%s keeps %s on a named volume", name, dataDir)
+
+		require.NotNil(t, svc.Healthcheck, "%s has a health check", name)
+		test := svc.Healthcheck.Test
+		require.Equal(t, []string{"CMD", "/usr/local/bin/" + probeBin}, test[:2], "%s: exec form with the probe; the image has no shell", name)
+		u, err := url.Parse(test[len(test)-1])
+		require.NoError(t, err)
+		require.Contains(t, []string{"127.0.0.1", "localhost"}, u.Hostname(), "%s checks itself", name)
+		require.Equal(t, env["SERVER_PORT"], u.Port(), "%s: the check's port is SERVER_PORT", name)
+		require.Equal(t, "/health/ready", u.Path, "%s: readiness (for the coordinator: the process and the store, not Redis)", name)
+		requireRoute(t, binary, "GET", u.Path, "docker-compose.yml "+name)
+	}
+	require.Equal(t, sortedKeys(c.Volumes), sortedKeys(addAll(volumes, "postgres-data")), "every declared volume is used")
+}
+
+func addAll(m map[string]string, keys ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, k := range keys {
+		out[k] = ""
+	}
+	return out
+}
+
+// TestInterpolate pins the expander the compose tests rely on.
+func TestInterpolate(t *testing.T) {
+	env := map[string]string{"A": "a", "EMPTY": ""}
+	tests := []struct{ in, want string }{
+		{"${A}", "a"},
+		{"$A/x", "a/x"},
+		{"${B:-def}", "def"},
+		{"${EMPTY:-def}", "def"},
+		{"${EMPTY-def}", ""},
+		{"${B-def}", "def"},
+		{"${A:-def}", "a"},
+		{"$${A}", "${A}"},
+		{"${B:-}", ""},
+	}
+	for _, tt := range tests {
+		named := map[string]bool{}
+		require.Equal(t, tt.want, interpolate(t, tt.in, env, named), tt.in)
+		require.Len(t, named, strings.Count(tt.in, "$")-2*strings.Count(tt.in, "$$"), tt.in)
+	}
+}
