@@ -177,7 +177,7 @@ type stubHealth struct{}
 var _ api.Health = stubHealth{}
 
 func (stubHealth) Cluster(context.Context) api.HealthReport { return api.HealthReport{} }
-func (stubHealth) Ready(context.Context) error             { return nil }
+func (stubHealth) Ready(context.Context) error              { return nil }
 
 // handlers are the two daemons' real HTTP handlers, built once: the
 // coordinator's over a healthy stub, a storage node over an in-memory store.
