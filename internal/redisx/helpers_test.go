@@ -93,6 +93,8 @@ type countingStore struct {
 	afterGet atomic.Pointer[func()]
 }
 
+var _ meta.Store = (*countingStore)(nil)
+
 func (s *countingStore) GetFile(ctx context.Context, id string) (meta.FileRecord, error) {
 	s.gets.Add(1)
 	rec, err := s.Store.GetFile(ctx, id)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/errs"
-	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
 )
 
@@ -411,5 +410,3 @@ func TestKeepAliveEndsWithItsParent(t *testing.T) {
 	stop() // returns: the renewing goroutine has ended
 	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
 }
-
-var _ meta.Store = (*countingStore)(nil)

@@ -5,10 +5,12 @@
 // is away), and a shared view of node health with change notices.
 //
 // Every call has a short timeout (Options.CommandTimeout, 500ms by default),
-// so a dead or hung Redis costs each request at most that much, and every
-// failure degrades: a cache read becomes a miss, a lock falls back to the
-// metadata store. Nothing in this package turns a Redis failure into a failed
-// request. The metadata store stays the truth throughout.
+// so a dead or hung Redis costs each request at most that much, and failures
+// degrade: a cache read becomes a miss, a Fallback lease moves to the
+// metadata store. CachedStore and Fallback never fail a call because of
+// Redis; the lower-level RedisLocker and the node-health calls report Redis
+// failures as errs.Unavailable for their caller to shrug off. The metadata
+// store stays the truth throughout.
 package redisx
 
 import (
