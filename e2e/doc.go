@@ -1,0 +1,15 @@
+// Package e2e proves the fault table of the seed on the real binaries: every
+// test builds nothing itself but starts the coordinator and storage nodes
+// that TestMain built, as operating-system processes on loopback ports, and
+// produces each failure for real — SIGKILL, SIGSTOP, a byte flipped in a blob
+// file, a full disk, a killed PostgreSQL or Redis, a client that hangs up in
+// the middle of a body — then drives only the public REST API and the
+// nodes' internal API to show what a client sees and that nothing is lost.
+//
+// The package also holds the security and bad-input tests that need real
+// processes: path traversal on every route, malformed and truncated bodies,
+// hostile Range headers and page sizes, and internal calls without the
+// cluster token.
+//
+// The package has no non-test code; this file only carries its comment.
+package e2e

@@ -1,0 +1,728 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// ringOf is the ring the coordinator builds for these nodes at the default
+// VIRTUAL_NODES; placement is byte-exact by contract, so a test may compute
+// preference lists itself.
+func ringOf(nodes ...string) *ring.Ring { return ring.New(100, nodes...) }
+
+// reader downloads files in a loop until stopped and counts what it saw:
+// the client-side view of a fault.
+type reader struct {
+	reads    atomic.Int64
+	failures atomic.Int64
+	mu       sync.Mutex
+	errs     []string
+	stop     chan struct{}
+	done     sync.WaitGroup
+}
+
+// startReaders runs n goroutines that download files round robin and
+// byte-compare them.
+func (c *cluster) startReaders(n int, files []stored) *reader {
+	r := &reader{stop: make(chan struct{})}
+	for w := range n {
+		r.done.Go(func() {
+			for i := w; ; i++ {
+				select {
+				case <-r.stop:
+					return
+				default:
+				}
+				f := files[i%len(files)]
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				got, _, err := c.download(ctx, f.res.FileID)
+				cancel()
+				r.reads.Add(1)
+				if err == nil && !bytes.Equal(got, f.data) {
+					err = fmt.Errorf("bytes differ")
+				}
+				if err != nil {
+					r.failures.Add(1)
+					r.mu.Lock()
+					r.errs = append(r.errs, f.res.FileID+": "+err.Error())
+					r.mu.Unlock()
+				}
+			}
+		})
+	}
+	return r
+}
+
+// finish stops the readers and requires that none of their reads failed.
+func (r *reader) finish(t *testing.T) int64 {
+	t.Helper()
+	close(r.stop)
+	r.done.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Zero(t, r.failures.Load(), "failed reads: %v", r.errs)
+	return r.reads.Load()
+}
+
+func TestPrimaryKilledReadsFailOverAndUploadsRouteAround(t *testing.T) {
+	t.Parallel()
+	// The detector never evicts here, so the dead node stays on the ring:
+	// what is shown is that reads and writes route around a dead node on
+	// their own, without waiting for the failure detector.
+	c := startCluster(t, options{nodes: 4, coordEnv: []string{"HEALTH_FAILURE_THRESHOLD=1000"}})
+	files := c.uploadRandom(24, 16<<10)
+
+	byPrimary, victim := primaries(files)
+	require.NotEmpty(t, byPrimary[victim])
+	require.NoError(t, c.lc.KillNode(victim))
+
+	for _, f := range byPrimary[victim] {
+		info := c.mustRead(f)
+		require.NotEqual(t, victim, info.ServedBy, "file %s was served by its dead primary", f.res.FileID)
+		require.Contains(t, f.res.Replicas, info.ServedBy, "file %s was served by a node that holds no copy", f.res.FileID)
+	}
+	require.NotEmpty(t, c.logEntries(localcluster.CoordinatorName, "serving file from another holder"),
+		"the coordinator did not log the failover")
+	require.True(t, c.nodes()[victim].OnRing, "the dead node must still be on the ring for this test to mean anything")
+
+	alive := slices.DeleteFunc(c.lc.Nodes(), func(n string) bool { return n == victim })
+	rg := ringOf(c.lc.Nodes()...)
+	routedAround := 0
+	for i := range 12 {
+		f := c.mustUpload(fmt.Sprintf("after-%02d.bin", i), randomBytes(8<<10))
+		require.Equal(t, client.FileActive, f.res.Status, "three live nodes remain: every upload gets three copies (%s)", f.res.Reason)
+		holders := append([]string{f.res.PrimaryNode}, f.res.Replicas...)
+		require.NotContains(t, holders, victim)
+		// The primary is the first live node of the preference list.
+		pref := rg.Preference(f.res.FileID, 4)
+		live := slices.DeleteFunc(slices.Clone(pref), func(n string) bool { return n == victim })
+		require.Equal(t, live[0], f.res.PrimaryNode, "preference list %v", pref)
+		require.ElementsMatch(t, live[:3], holders)
+		if slices.Contains(pref[:3], victim) {
+			routedAround++
+			md := c.metadata(f.res.FileID)
+			require.ElementsMatch(t, alive, activeCopies(md))
+		}
+		c.mustRead(f)
+	}
+	require.NotZero(t, routedAround, "no upload had the dead node in its plan; the test proved nothing")
+}
+
+func TestReplicaKilledClientSeesNothingThenRestoredOnANewNode(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 3})
+	files := c.uploadRandom(12, 16<<10)
+	victim := localcluster.NodeName(2)
+
+	readers := c.startReaders(2, files)
+	require.NoError(t, c.lc.KillNode(victim))
+	c.waitEvicted(victim)
+	// With three nodes every file had a copy on the victim and has nowhere
+	// to put a third copy now.
+	c.waitStatus(client.FileDegraded, ids(files)...)
+	for _, id := range ids(files) {
+		md := c.metadata(id)
+		require.NotContains(t, activeCopies(md), victim)
+		require.NotEqual(t, victim, md.PrimaryNode)
+	}
+
+	spare, err := c.lc.AddNode(context.Background())
+	require.NoError(t, err)
+	c.waitOnRing(spare)
+	c.waitStatus(client.FileActive, ids(files)...)
+	for _, id := range ids(files) {
+		require.Equal(t, []string{"node-1", "node-3", spare}, activeCopies(c.metadata(id)))
+	}
+	reads := readers.finish(t)
+	require.NotZero(t, reads)
+	t.Logf("%d reads across the kill, the eviction and the restore, none failed", reads)
+	for _, f := range files {
+		c.mustRead(f)
+	}
+	require.Len(t, c.blobs(spare), len(files), "the new node holds one copy of every file")
+}
+
+func TestReturningNodeIsReadoptedWithoutCopying(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 3})
+	files := c.uploadRandom(12, 16<<10)
+	victim := localcluster.NodeName(2)
+	before := c.mtimes(victim)
+	require.Len(t, before, len(files))
+
+	require.NoError(t, c.lc.KillNode(victim))
+	c.waitEvicted(victim)
+	c.waitStatus(client.FileDegraded, ids(files)...)
+
+	require.NoError(t, c.lc.StartNode(context.Background(), victim))
+	c.waitOnRing(victim)
+	c.waitStatus(client.FileActive, ids(files)...)
+
+	require.Equal(t, before, c.mtimes(victim), "the returned node's blobs were rewritten")
+	var recovered []logEntry
+	eventually(t, settleTimeout, "the RECOVERED rebalance's report", func() (bool, string) {
+		recovered = nil
+		for _, e := range c.logEntries(localcluster.CoordinatorName, "rebalance completed") {
+			if e.str("trigger") == client.TriggerRecovered && e.str("node") == victim {
+				recovered = append(recovered, e)
+			}
+		}
+		return len(recovered) > 0, "no report yet"
+	})
+	for _, e := range recovered {
+		require.Zero(t, e.num("created"), "the recovery copied bytes: %v", e)
+		require.Zero(t, e.num("failures"), "%v", e)
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	rep, err := c.api.Rebalance(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.CopiesCreated, "%+v", rep)
+	require.Zero(t, rep.CopiesRemoved, "%+v", rep)
+	require.Zero(t, rep.Failures, "%+v", rep)
+	require.Equal(t, before, c.mtimes(victim))
+	for _, f := range files {
+		c.mustRead(f)
+	}
+}
+
+// flipByte corrupts one byte in the middle of a blob file, the way a bad
+// sector would: same size, same sidecar checksum, different bytes.
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(path, b, st.Mode()))
+}
+
+func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 3})
+	files := c.uploadRandom(2, 64<<10)
+
+	t.Run("on download", func(t *testing.T) {
+		f := files[0]
+		bad := f.res.PrimaryNode
+		path := blobPath(c.lc.DataDir(bad), f.res.FileID)
+		flipByte(t, path)
+
+		info := c.mustRead(f)
+		require.NotEqual(t, bad, info.ServedBy, "the corrupt copy was served")
+		require.True(t, info.Verified)
+		// Quarantined, then rebuilt from a good copy in the background.
+		eventually(t, settleTimeout, "the corrupt copy rebuilt", func() (bool, string) {
+			b, err := os.ReadFile(path)
+			md := c.metadata(f.res.FileID)
+			return err == nil && bytes.Equal(b, f.data) && md.Status == client.FileActive && len(activeCopies(md)) == 3,
+				fmt.Sprintf("status %s, copies %v, file read error %v", md.Status, activeCopies(md), err)
+		})
+		c.mustRead(f)
+	})
+
+	t.Run("on verify", func(t *testing.T) {
+		f := files[1]
+		bad := f.res.Replicas[0]
+		path := blobPath(c.lc.DataDir(bad), f.res.FileID)
+		flipByte(t, path)
+
+		ctx, cancel := callCtx()
+		defer cancel()
+		res, err := c.api.Verify(ctx, f.res.FileID)
+		require.NoError(t, err)
+		require.Equal(t, client.FileActive, res.Status)
+		require.Equal(t, 3, res.HealthyCopies)
+		require.Len(t, res.Copies, 3)
+		for _, cp := range res.Copies {
+			if cp.NodeID == bad {
+				require.Equal(t, client.CheckCorrupt, cp.Result, "%+v", cp)
+				require.True(t, cp.Rebuilt, "%+v", cp)
+				require.NotEqual(t, cp.StoredChecksum, cp.ActualChecksum)
+			} else {
+				require.Equal(t, client.CheckOK, cp.Result, "%+v", cp)
+				require.False(t, cp.Rebuilt)
+			}
+			require.Equal(t, client.CopyActive, cp.Status, "%+v", cp)
+		}
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(f.data, b), "the rebuilt copy differs from the file")
+		c.mustRead(f)
+	})
+}
+
+func TestCoordinatorKilledMidUploadLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 3})
+	all := c.lc.Nodes()
+
+	var (
+		mu        sync.Mutex
+		acked     []stored
+		attempted = map[string][]byte{} // by SHA-256: every upload tried, answered or not
+	)
+	stop := make(chan struct{})
+	var uploaders sync.WaitGroup
+	// startUploaders runs n goroutines that upload until the coordinator
+	// dies under them.
+	startUploaders := func(group string, n int) {
+		for w := range n {
+			uploaders.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					data := randomBytes(256 << 10)
+					mu.Lock()
+					attempted[sha256Hex(data)] = data
+					mu.Unlock()
+					name := fmt.Sprintf("%s%d-%03d.bin", group, w, i)
+					res, err := c.upload(name, data)
+					if err != nil {
+						// Only the coordinator's death fails an upload here.
+						<-stop
+						return
+					}
+					mu.Lock()
+					acked = append(acked, stored{name: name, data: data, res: res})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	startUploaders("a", 3)
+	eventually(t, settleTimeout, "a few acknowledged uploads", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 4, fmt.Sprintf("%d acknowledged", len(acked))
+	})
+
+	// A paused node holds the uploads that planned a copy on it in the
+	// middle of their node writes: PENDING rows, some with copies already
+	// on the other nodes, for the crash to strand.
+	stalled := all[2]
+	require.NoError(t, c.lc.PauseNode(stalled))
+	var pending []client.File
+	eventually(t, settleTimeout, "uploads held PENDING by the paused node", func() (bool, string) {
+		pending = c.files(client.FilePending)
+		held := 0
+		for _, p := range pending {
+			// An upload of this size takes milliseconds unless a node
+			// holds it up.
+			if time.Since(p.CreatedAt) > 1500*time.Millisecond {
+				held++
+			}
+		}
+		return held >= 2, fmt.Sprintf("%d PENDING, %d of them held", len(pending), held)
+	})
+	// Once the paused node is evicted, new uploads go on without it, so the
+	// crash also meets uploads spooling and writing normally.
+	c.waitEvicted(stalled)
+	mu.Lock()
+	ackedAtEviction := len(acked)
+	mu.Unlock()
+	startUploaders("b", 3)
+	eventually(t, settleTimeout, "uploads going on without the paused node", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= ackedAtEviction+3, fmt.Sprintf("%d acknowledged", len(acked))
+	})
+	require.NoError(t, c.lc.KillCoordinator())
+	close(stop)
+	uploaders.Wait()
+	require.NoError(t, c.lc.ResumeNode(stalled))
+	require.NoError(t, c.lc.StartCoordinator(context.Background()))
+
+	// The repair loop settles every abandoned upload (PENDING_UPLOAD_TIMEOUT
+	// is 2s) and the cluster returns to full replication.
+	eventually(t, settleTimeout, "no PENDING upload left", func() (bool, string) {
+		p := c.files(client.FilePending)
+		return len(p) == 0, fmt.Sprintf("%d PENDING", len(p))
+	})
+	c.waitOnRing(all...)
+	var live []string
+	for _, f := range c.files() {
+		live = append(live, f.FileID)
+	}
+	c.waitStatus(client.FileActive, live...)
+
+	// No orphan: every blob on every node is an ACTIVE copy the metadata
+	// records, and every recorded copy is there.
+	eventually(t, settleTimeout, "blobs on the nodes match the recorded copies", func() (bool, string) {
+		held, recorded := c.heldBlobs(all...), c.recordedCopies(all...)
+		return equalPlacement(held, recorded), fmt.Sprintf("held %v, recorded %v", held, recorded)
+	})
+	for _, n := range all {
+		requireNoTempFiles(t, c.lc.DataDir(n))
+	}
+	spool, err := os.ReadDir(c.lc.DataDir(localcluster.CoordinatorName) + "/spool")
+	require.NoError(t, err)
+	require.Empty(t, spool, "upload spool files survived the restart")
+
+	// Every acknowledged upload is intact.
+	for _, f := range acked {
+		c.mustRead(f)
+	}
+	// Every upload the crash stranded was settled by the repair loop:
+	// adopted (and then intact, with the bytes the client sent) or
+	// discarded. A row seen PENDING that finished before the kill is an
+	// ordinary intact file.
+	settled := map[string]string{}
+	for _, e := range c.logEntries(localcluster.CoordinatorName, "adopting abandoned upload") {
+		settled[e.str("file")] = "adopted"
+	}
+	for _, e := range c.logEntries(localcluster.CoordinatorName, "discarding abandoned upload") {
+		settled[e.str("file")] = "discarded"
+	}
+	check := maps.Clone(settled)
+	for _, p := range pending {
+		check[p.FileID] = settled[p.FileID]
+	}
+	for id, how := range check {
+		ctx, cancel := callCtx()
+		md, err := c.api.Metadata(ctx, id)
+		cancel()
+		if how == "discarded" {
+			requireAPIError(t, err, 404, "FILE_NOT_FOUND")
+			continue
+		}
+		require.NoError(t, err, "upload %s, in flight at the crash", id)
+		require.Equal(t, client.FileActive, md.Status)
+		data, ok := attempted[md.Checksum]
+		require.True(t, ok, "file %s has bytes no client sent", id)
+		c.mustRead(stored{data: data, res: client.UploadResult{FileID: id}})
+	}
+	require.NotEmpty(t, settled, "the crash stranded no upload for the repair loop to settle")
+	t.Logf("%d uploads acknowledged, %d seen PENDING before the crash, settled by the repair loop: %v", len(acked), len(pending), settled)
+}
+
+func equalPlacement(a, b placement) bool {
+	for n := range a {
+		if !slices.Equal(a[n], b[n]) {
+			return false
+		}
+	}
+	for n := range b {
+		if !slices.Equal(a[n], b[n]) {
+			return false
+		}
+	}
+	return true
+}
+
+// requireNoTempFiles fails if a node's data directory holds an unfinished
+// write.
+func requireNoTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			return fmt.Errorf("unfinished write left behind: %s", path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func TestOneNodeLeftStillServesReadsAndWrites(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 3})
+	files := c.uploadRandom(6, 16<<10)
+	for _, n := range []string{"node-2", "node-3"} {
+		require.NoError(t, c.lc.KillNode(n))
+	}
+	c.waitEvicted("node-2")
+	c.waitEvicted("node-3")
+
+	for _, f := range files {
+		require.Equal(t, "node-1", c.mustRead(f).ServedBy)
+	}
+	for i := range 3 {
+		f := c.mustUpload(fmt.Sprintf("alone-%d.bin", i), randomBytes(8<<10))
+		require.Equal(t, client.FileDegraded, f.res.Status)
+		require.Equal(t, "node-1", f.res.PrimaryNode)
+		require.Empty(t, f.res.Replicas)
+		require.Contains(t, f.res.Reason, "only 1 node(s) on the ring", "the reason must say why")
+		files = append(files, f)
+		c.mustRead(f)
+	}
+	c.waitStatus(client.FileDegraded, ids(files)...)
+
+	ctx, cancel := callCtx()
+	defer cancel()
+	h, err := c.api.Health(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.HealthDegraded, h.Status, "%+v", h)
+	require.Equal(t, 1, h.Nodes.OnRing)
+}
+
+func TestAllNodesDownIsUnavailableAndNothingIsLost(t *testing.T) {
+	t.Parallel()
+	// The test sweeps by hand, so it can act both before the nodes are
+	// evicted and after.
+	c := startCluster(t, options{nodes: 3, sweep: true, coordEnv: []string{"HEALTH_CHECK_INTERVAL=1h"}})
+	all := c.lc.Nodes()
+	files := c.uploadRandom(6, 16<<10)
+	before := map[string]map[string]time.Time{}
+	for _, n := range all {
+		before[n] = c.mtimes(n)
+	}
+	for _, n := range all {
+		require.NoError(t, c.lc.KillNode(n))
+	}
+
+	// Before eviction: the nodes are on the ring but answer nothing.
+	ctx, cancel := callCtx()
+	defer cancel()
+	_, _, err := c.download(ctx, files[0].res.FileID)
+	requireAPIError(t, err, 503, "STORAGE_UNAVAILABLE")
+	_, err = c.upload("refused.bin", randomBytes(1024))
+	requireAPIError(t, err, 503, "STORAGE_UNAVAILABLE")
+	require.Empty(t, c.files(client.FilePending), "a refused upload left a PENDING row")
+
+	// After eviction: no node is on the ring.
+	for _, n := range all {
+		c.waitEvicted(n)
+	}
+	_, err = c.upload("refused.bin", randomBytes(1024))
+	requireAPIError(t, err, 503, "NO_HEALTHY_NODES")
+	for _, f := range files {
+		_, _, err := c.download(ctx, f.res.FileID)
+		requireAPIError(t, err, 503, "STORAGE_UNAVAILABLE", "a download with every holder down is never 404")
+	}
+	h, err := c.api.Health(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.HealthDown, h.Status, "%+v", h)
+
+	for _, n := range all {
+		require.NoError(t, c.lc.StartNode(ctx, n))
+	}
+	c.waitOnRing(all...)
+	c.waitStatus(client.FileActive, ids(files)...)
+	for _, f := range files {
+		c.mustRead(f)
+	}
+	for _, n := range all {
+		require.Equal(t, before[n], c.mtimes(n), "blobs on %s were rewritten", n)
+	}
+	require.Len(t, c.files(), len(files), "a refused upload was recorded")
+}
+
+func TestPausedNodeBelowTheThresholdIsNotEvictedAndReadsGoOn(t *testing.T) {
+	t.Parallel()
+	// Eviction takes ten failed probes a second apart. The pause outlasts a
+	// node call's answer timeout (5s), so reads must be served by the other
+	// holders, and ends well before the threshold.
+	c := startCluster(t, options{nodes: 3, coordEnv: []string{"HEALTH_CHECK_INTERVAL=1s", "HEALTH_FAILURE_THRESHOLD=10"}})
+	all := c.lc.Nodes()
+	files := c.uploadRandom(12, 16<<10)
+	byPrimary, victim := primaries(files)
+	ringBefore := c.ring()
+	heldBefore := c.heldBlobs(all...)
+	rebalancesBefore := len(c.logEntries(localcluster.CoordinatorName, "rebalance started"))
+	goroutinesBefore := c.goroutines(c.lc.CoordinatorURL())
+
+	require.NoError(t, c.lc.PauseNode(victim))
+
+	// A hung node holds up no call that does not need its bytes: each is
+	// bounded by the probe timeout at most.
+	quick := func(what string, call func(ctx context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		require.NoError(t, call(ctx), "%s while %s is paused", what, victim)
+	}
+	quick("cluster health", func(ctx context.Context) error {
+		h, err := c.api.Health(ctx)
+		if err == nil && h.Status == client.HealthDown {
+			err = fmt.Errorf("health is DOWN: %+v", h)
+		}
+		return err
+	})
+	quick("node list", func(ctx context.Context) error { _, err := c.api.Nodes(ctx); return err })
+	quick("file list", func(ctx context.Context) error { _, err := c.api.List(ctx, 0, 100, nil); return err })
+	quick("metadata", func(ctx context.Context) error { _, err := c.api.Metadata(ctx, files[0].res.FileID); return err })
+	quick("health sweep", func(ctx context.Context) error {
+		res, err := c.api.HealthCheck(ctx)
+		for _, n := range res.Nodes {
+			if n.NodeID == victim && n.Error == "" {
+				return fmt.Errorf("the probe of the paused node succeeded: %+v", n)
+			}
+		}
+		return err
+	})
+
+	// Reads of the files whose primary is paused, all at once, each within
+	// the client's timeout; an upload that plans a copy on the paused node
+	// waits for it and finishes once it runs again.
+	var wg sync.WaitGroup
+	served := make([]string, len(byPrimary[victim]))
+	failures := make([]error, len(byPrimary[victim]))
+	for i, f := range byPrimary[victim] {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			got, info, err := c.download(ctx, f.res.FileID)
+			if err == nil && !bytes.Equal(got, f.data) {
+				err = fmt.Errorf("bytes differ")
+			}
+			served[i], failures[i] = info.ServedBy, err
+		})
+	}
+	uploaded := make(chan error, 1)
+	go func() {
+		res, err := c.upload("during-pause.bin", randomBytes(8<<10))
+		if err == nil && res.Status != client.FileActive {
+			err = fmt.Errorf("upload during the pause is %s: %s", res.Status, res.Reason)
+		}
+		uploaded <- err
+	}()
+	wg.Wait()
+	for i, f := range byPrimary[victim] {
+		require.NoError(t, failures[i], "read of %s while its primary %s is paused", f.res.FileID, victim)
+		require.NotEqual(t, victim, served[i])
+	}
+	// The probes did fail: the detector saw the pause and held back.
+	n := c.nodes()[victim]
+	require.GreaterOrEqual(t, n.ConsecutiveFailures, 2, "%+v", n)
+	require.Equal(t, client.NodeHealthy, n.Status, "%+v", n)
+	require.True(t, n.OnRing)
+
+	require.NoError(t, c.lc.ResumeNode(victim))
+	require.NoError(t, <-uploaded)
+	eventually(t, settleTimeout, victim+" probed healthy again", func() (bool, string) {
+		n := c.nodes()[victim]
+		return n.ConsecutiveFailures == 0 && n.Status == client.NodeHealthy, fmt.Sprintf("%+v", n)
+	})
+
+	// No eviction, no rebalance, nothing moved.
+	require.Equal(t, ringBefore, c.ring())
+	require.Len(t, c.logEntries(localcluster.CoordinatorName, "rebalance started"), rebalancesBefore)
+	require.Empty(t, c.logEntries(localcluster.CoordinatorName, "node "+victim+" failed"))
+	heldAfter := c.heldBlobs(all...)
+	for _, n := range all {
+		require.Subset(t, heldAfter[n], heldBefore[n], "blobs left %s", n)
+		require.Len(t, heldAfter[n], len(heldBefore[n])+1, "only the new upload may add a blob on %s", n)
+	}
+	c.waitStatus(client.FileActive, ids(files)...)
+	// The calls that waited on the paused node left nothing running.
+	eventually(t, settleTimeout, "the coordinator's goroutines back to their level", func() (bool, string) {
+		g := c.goroutines(c.lc.CoordinatorURL())
+		return g <= goroutinesBefore+10, fmt.Sprintf("%d goroutines, %d before the pause", g, goroutinesBefore)
+	})
+}
+
+func TestFullNodeIsRoutedAroundAndReportsIt(t *testing.T) {
+	t.Parallel()
+	const size = 40 << 10
+	const capacity = 64 << 10
+	c := startCluster(t, options{nodes: 2})
+	const full = "full-1"
+	c.startExtraNode(full, fmt.Sprintf("STORAGE_CAPACITY_BYTES=%d", capacity))
+	c.waitOnRing(full)
+	// Other data fills the disk to the last byte.
+	c.putBlob(full, "filler-0001", randomBytes(capacity))
+	st := c.stats(full)
+	require.EqualValues(t, capacity, st.CapacityBytes)
+	require.Zero(t, st.FreeBytes, "%+v", st)
+
+	// Three nodes for three copies: the full node refuses, a file has
+	// nowhere else to go, and its reason names the node.
+	files := c.uploadRandom(4, size)
+	for _, f := range files {
+		require.Equal(t, client.FileDegraded, f.res.Status)
+		require.Contains(t, f.res.Reason, full, "the reason must name the full node")
+		require.NotContains(t, append([]string{f.res.PrimaryNode}, f.res.Replicas...), full)
+		c.mustRead(f)
+	}
+	resp, body := c.internal("GET", full, "/health/ready")
+	require.Equal(t, 200, resp.StatusCode, "a full node is still ready: %s", body)
+
+	// With a fourth node every file gets three copies around the full one.
+	spare, err := c.lc.AddNode(context.Background())
+	require.NoError(t, err)
+	c.waitOnRing(spare)
+	rg := ringOf("node-1", "node-2", full, spare)
+	routedAround := 0
+	for i := range 8 {
+		f := c.mustUpload(fmt.Sprintf("more-%d.bin", i), randomBytes(size))
+		require.Equal(t, client.FileActive, f.res.Status, "%s", f.res.Reason)
+		holders := append([]string{f.res.PrimaryNode}, f.res.Replicas...)
+		require.ElementsMatch(t, []string{"node-1", "node-2", spare}, holders)
+		if slices.Contains(rg.Preference(f.res.FileID, 3), full) {
+			routedAround++
+		}
+		c.mustRead(f)
+	}
+	require.NotZero(t, routedAround, "no upload planned a copy on the full node; the test proved nothing")
+	n := c.nodes()[full]
+	require.Equal(t, client.NodeHealthy, n.Status, "a full node is not evicted: %+v", n)
+	require.True(t, n.OnRing)
+	require.Zero(t, c.stats(full).FreeBytes)
+}
+
+func TestDeregisteredNodeIsDrainedBeforeItLeavesUnderLoad(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 4})
+	files := c.uploadRandom(16, 32<<10)
+	leaving := "node-2"
+	require.NotEmpty(t, c.blobs(leaving))
+
+	readers := c.startReaders(3, files)
+	readsBefore := readers.reads.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.api.Deregister(ctx, leaving, true)
+	require.NoError(t, err)
+	readsDuring := readers.reads.Load() - readsBefore
+	require.True(t, res.Drain.Complete, "%+v", res.Drain)
+	require.Zero(t, res.Drain.FilesRemaining)
+	require.Equal(t, client.NodeDeregistered, res.Node.Status)
+	require.False(t, res.Node.OnRing)
+
+	// Its files have their copies elsewhere, and its own copies are gone.
+	for _, id := range ids(files) {
+		md := c.metadata(id)
+		require.Equal(t, client.FileActive, md.Status)
+		require.NotContains(t, activeCopies(md), leaving)
+		require.Len(t, activeCopies(md), 3)
+	}
+	require.Empty(t, c.blobs(leaving), "the drained node still holds blobs")
+	reads := readers.finish(t)
+	t.Logf("%d reads, %d of them during the drain, none failed", reads, readsDuring)
+	require.NotZero(t, readsDuring)
+	for _, f := range files {
+		c.mustRead(f)
+	}
+}

@@ -1,0 +1,63 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/localcluster"
+)
+
+// binDir holds the coordinator and storage-node binaries, built once for the
+// whole package by TestMain and shared by every cluster.
+var binDir string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// Every test here starts real processes; -short runs none of them.
+		os.Exit(m.Run())
+	}
+	root, err := os.MkdirTemp("", "dfs-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: create the binary directory:", err)
+		os.Exit(1)
+	}
+	code := run(m, root)
+	os.RemoveAll(root)
+	os.Exit(code)
+}
+
+func run(m *testing.M, root string) int {
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	module, err := localcluster.FindModuleRoot(wd)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	binDir = filepath.Join(root, "bin")
+	res, err := localcluster.BuildModule(ctx, module, binDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build the binaries:", err)
+		return 1
+	}
+	for _, need := range []string{localcluster.CoordinatorBinary, localcluster.StorageNodeBinary} {
+		if _, err := os.Stat(filepath.Join(binDir, need)); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %s was not built (built %v, skipped %v)\n", need, res.Built, res.Skipped)
+			return 1
+		}
+	}
+	return m.Run()
+}
