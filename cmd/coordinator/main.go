@@ -16,6 +16,7 @@ import (
 	"github.com/dfs-project/dfs/internal/coordinator"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/logging"
+	"github.com/dfs-project/dfs/internal/redisx"
 )
 
 func main() {
@@ -29,6 +30,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "coordinator: %v\n", err)
 		os.Exit(2)
 	}
+	// go-redis would otherwise print a line per failed dial while Redis is away.
+	redisx.RouteDriverLogs(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
