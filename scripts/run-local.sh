@@ -63,15 +63,21 @@ binary_of() {
   if [[ $1 == "$COORDINATOR" ]]; then echo coordinator; else echo storage-node; fi
 }
 
+# pid_alive PID succeeds when PID is a process that has not exited (a zombie
+# has).
+pid_alive() {
+  local stat
+  stat=$(ps -p "$1" -o stat= 2>/dev/null) || return 1
+  [[ $stat != Z* ]]
+}
+
 # running_pid NAME prints the pid of NAME and succeeds if its pid file names a
-# live process of the right binary; a recycled pid or a zombie does not count.
+# live process of the right binary; a recycled pid does not count.
 running_pid() {
-  local file=$PID_DIR/$1.pid pid stat comm
+  local file=$PID_DIR/$1.pid pid comm
   [[ -f $file ]] || return 1
   pid=$(<"$file")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  stat=$(ps -p "$pid" -o stat= 2>/dev/null) || return 1
-  [[ $stat == Z* ]] && return 1
+  [[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid" || return 1
   comm=$(ps -p "$pid" -o comm= 2>/dev/null) || return 1
   [[ $comm == *"$(binary_of "$1")" ]] || return 1
   echo "$pid"
@@ -163,7 +169,9 @@ await() {
   while :; do
     pending=()
     for name in "$@"; do
-      if ! running_pid "$name" >/dev/null; then
+      # Not running_pid: right after launch the process may not have
+      # exec'd its binary yet.
+      if ! pid_alive "$(<"$PID_DIR/$name.pid")"; then
         echo "run-local: $name exited; the end of $LOG_DIR/$name.log:" >&2
         tail -n 20 "$LOG_DIR/$name.log" >&2 || true
         exit 1
@@ -205,7 +213,7 @@ stop_procs() {
   while :; do
     alive=0
     for i in "${!pids[@]}"; do
-      if kill -0 "${pids[$i]}" 2>/dev/null && [[ $(ps -p "${pids[$i]}" -o stat= 2>/dev/null) != Z* ]]; then
+      if pid_alive "${pids[$i]}"; then
         alive=1
         if ((SECONDS >= deadline)); then
           echo "run-local: ${names[$i]} did not stop within ${STOP_TIMEOUT}s; killing it" >&2
