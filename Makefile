@@ -33,3 +33,16 @@ lint: ## go vet and staticcheck
 
 clean: ## remove build output and local cluster data
 	rm -rf $(BIN) data
+
+# The load-test targets: the chaos soak and the cluster benchmark (load-test/README.md).
+DURATION    ?= 5m
+CHAOSFLAGS  ?=
+BENCHFLAGS  ?=
+
+.PHONY: chaos bench-cluster
+
+chaos: ## chaos soak for DURATION (default 5m): kills, restarts, a join and a leave under load; fails if an acknowledged upload is lost or corrupt
+	$(GO) run ./load-test -soak -duration $(DURATION) $(CHAOSFLAGS)
+
+bench-cluster: ## benchmark a local cluster against the machine's baselines; table on stdout, JSON in bench/results.json (BENCHFLAGS=-quick)
+	$(GO) run ./load-test/bench $(BENCHFLAGS)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewFigure(t *testing.T) {
+	tests := []struct {
+		name             string
+		runs             []float64
+		median, min, max float64
+	}{
+		{"odd count", []float64{3, 1, 2}, 2, 1, 3},
+		{"even count takes the mean of the middle two", []float64{4, 1, 3, 2}, 2.5, 1, 4},
+		{"one run", []float64{7}, 7, 7, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFigure("x", "/s", tt.runs)
+			require.Equal(t, tt.median, f.Median)
+			require.Equal(t, tt.min, f.Min)
+			require.Equal(t, tt.max, f.Max)
+			require.True(t, f.valid())
+		})
+	}
+	require.False(t, newFigure("x", "/s", nil).valid(), "a figure without runs was not measured")
+}
+
+func TestRowRatio(t *testing.T) {
+	r := &Results{Figures: map[string]Figure{
+		"dfs":  newFigure("dfs", "/s", []float64{100}),
+		"base": newFigure("base", "/s", []float64{600}),
+	}}
+	r.row("dfs", "base", 3, "RF ceiling")
+	r.row("dfs", "base", 0, "")
+	r.row("absent", "base", 0, "")
+	require.Len(t, r.Rows, 2, "a row needs its dfs figure")
+	require.InDelta(t, 0.5, r.Rows[0].Ratio, 1e-9, "100 against 600÷3")
+	require.InDelta(t, 100.0/600, r.Rows[1].Ratio, 1e-9)
+
+	var out strings.Builder
+	r.writeTable(&out)
+	require.Contains(t, out.String(), "base ÷ 3 (RF ceiling)")
+	require.Contains(t, out.String(), "0.50")
+}
+
+func TestParseMetric(t *testing.T) {
+	text := `# HELP dfs_rebalance_runs_total Rebalance runs by trigger.
+# TYPE dfs_rebalance_runs_total counter
+dfs_rebalance_runs_total{trigger="JOINED"} 2
+dfs_rebalance_runs_total{trigger="MANUAL"} 0
+dfs_rebalance_duration_seconds_sum{trigger="JOINED"} 1.25
+`
+	tests := []struct {
+		sample string
+		want   float64
+	}{
+		{`dfs_rebalance_runs_total{trigger="JOINED"}`, 2},
+		{`dfs_rebalance_duration_seconds_sum{trigger="JOINED"}`, 1.25},
+		{`dfs_rebalance_runs_total{trigger="FAILED"}`, 0},
+	}
+	for _, tt := range tests {
+		got, err := parseMetric(strings.NewReader(text), tt.sample)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, got, tt.sample)
+	}
+}
+
+func TestParseProcFiles(t *testing.T) {
+	kib, err := parseStatusField(strings.NewReader("Name:\tcoordinator\nVmHWM:\t   25740 kB\nVmRSS:\t   20000 kB\n"), "VmHWM")
+	require.NoError(t, err)
+	require.EqualValues(t, 25740, kib)
+	_, err = parseStatusField(strings.NewReader("Name:\tx\n"), "VmHWM")
+	require.Error(t, err)
+
+	// The command name may hold spaces and parentheses.
+	ticks, err := parseProcStat("1234 (a (b) c) S 1 1 1 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 100 0 0")
+	require.NoError(t, err)
+	require.EqualValues(t, 325, ticks)
+
+	busy, total := parseMachineStat("cpu  100 5 50 800 20 3 2 10 7 0")
+	require.EqualValues(t, 100+5+50+3+2+10, busy, "idle and iowait are not busy; guest time is inside user time")
+	require.EqualValues(t, 990, total)
+}
+
+func TestIsUUID(t *testing.T) {
+	require.True(t, isUUID("3f2b9c1e-7d4a-4b8e-9f00-123456789abc"))
+	for _, s := range []string{"3f2b9c1e-7d4a-4b8e-9f00-123456789abc.sha256", ".tmp-3f2b9c1e", "3F2B9C1E-7D4A-4B8E-9F00-123456789ABC", "3f2b9c1e07d4a-4b8e-9f00-123456789abc"} {
+		require.False(t, isUUID(s), s)
+	}
+}
+
+func TestClosedLoopCountsOnlyTheWindow(t *testing.T) {
+	calls := 0
+	r := closedLoop(context.Background(), 1, 20*time.Millisecond, 50*time.Millisecond, func(context.Context, int, int) error {
+		calls++
+		time.Sleep(time.Millisecond)
+		if calls%2 == 0 {
+			return errors.New("even")
+		}
+		return nil
+	})
+	require.Positive(t, r.ops)
+	require.Positive(t, r.failures)
+	require.Less(t, r.ops+r.failures, calls, "calls that ended in the warm-up are not counted")
+	require.EqualError(t, r.firstErr, "even")
+	require.EqualValues(t, r.ops, r.hist.Count(), "only successful calls are timed")
+}

@@ -1,0 +1,285 @@
+// Command bench is dfs's cluster benchmark (`make bench-cluster`): it starts
+// local clusters of real processes and measures 4 KiB upload and download
+// rates with their latencies, one large upload and download, the peak memory
+// of every process while a 1 GiB file streams through, and the rebalance a
+// fourth node's join sets off — and, in the same run, the machine's own
+// baselines for the same work (loopback HTTP, fsync'd small writes, a large
+// fsync'd write), printing each dfs figure beside its baseline as a ratio.
+//
+// Every figure is measured over several runs (median, min–max). The table
+// goes to stdout, the same figures as JSON to -json (bench/results.json).
+// The embedded metadata store is used unless DATABASE_URL names a
+// PostgreSQL server, in which case every cluster gets a new database there,
+// dropped afterwards. Every process and temporary directory is removed at the
+// end, on an error and on Ctrl-C too.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/localcluster"
+)
+
+// The phases, in the order they run.
+var allPhases = []string{"baseline", "small", "large", "rss", "rebalance"}
+
+type bench struct {
+	root        string // temporary directory for clusters and baselines
+	binDir      string
+	jsonPath    string
+	databaseURL string
+	logLevel    string
+	perf        bool
+
+	runs         int
+	clients      int
+	warm, window time.Duration
+	largeSize    int64
+	rssSize      int64
+	rebFiles     int
+	rebSize      int64
+	res          *Results
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// sizeValue is a flag of bytes with units (256MiB).
+type sizeValue struct{ v *int64 }
+
+func (s sizeValue) String() string {
+	if s.v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*s.v, 10)
+}
+
+func (s sizeValue) Set(v string) error {
+	n, err := envconf.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		return errors.New("must be positive")
+	}
+	*s.v = n
+	return nil
+}
+
+func run(args []string) int {
+	b := &bench{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var only string
+	quick := fs.Bool("quick", false, "a short run: 1 run, 3s windows, 64 MiB and 256 MiB files, 1,000 files to rebalance (explicit flags still win)")
+	keep := fs.Bool("keep", false, "keep the temporary directory (cluster logs) instead of removing it")
+	fs.StringVar(&only, "only", strings.Join(allPhases, ","), "phases to run, comma-separated: "+strings.Join(allPhases, ", "))
+	fs.StringVar(&b.jsonPath, "json", filepath.Join("bench", "results.json"), "where to write the JSON results")
+	fs.StringVar(&b.binDir, "bin", "", "directory with the coordinator and storage-node binaries (default: build them)")
+	fs.StringVar(&b.logLevel, "log-level", "warn", "LOG_LEVEL of every process (the product default is info: one line per request)")
+	fs.BoolVar(&b.perf, "perf", false, "profile the coordinator's CPU with perf during the first 4 KiB upload run")
+	fs.IntVar(&b.runs, "runs", 3, "runs of every measurement")
+	fs.IntVar(&b.clients, "clients", 32, "concurrent clients for the 4 KiB rates and the rebalance's uploads")
+	fs.DurationVar(&b.window, "window", 10*time.Second, "measured time of each rate run")
+	fs.DurationVar(&b.warm, "warm", time.Second, "unmeasured warm-up before each rate run")
+	b.largeSize, b.rssSize, b.rebFiles, b.rebSize = 256<<20, 1<<30, 5000, 16<<10
+	fs.Var(sizeValue{&b.largeSize}, "large-size", "size of the large upload and download")
+	fs.Var(sizeValue{&b.rssSize}, "rss-size", "size of the upload during which peak memory is measured")
+	fs.IntVar(&b.rebFiles, "rebalance-files", 5000, "files in the cluster when the 4th node joins")
+	fs.Var(sizeValue{&b.rebSize}, "rebalance-size", "size of each of those files")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: bench [flags]   (DATABASE_URL=postgres://… to use PostgreSQL)\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		defaults := map[string]func(){
+			"runs":            func() { b.runs = 1 },
+			"window":          func() { b.window = 3 * time.Second },
+			"warm":            func() { b.warm = 500 * time.Millisecond },
+			"large-size":      func() { b.largeSize = 64 << 20 },
+			"rss-size":        func() { b.rssSize = 256 << 20 },
+			"rebalance-files": func() { b.rebFiles = 1000 },
+		}
+		for name, apply := range defaults {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	phases := map[string]bool{}
+	for _, p := range strings.Split(only, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(allPhases, p) {
+			fmt.Fprintf(os.Stderr, "bench: unknown phase %q (phases: %s)\n", p, strings.Join(allPhases, ", "))
+			return 2
+		}
+		phases[p] = true
+	}
+	if b.runs < 1 || b.clients < 1 || b.window <= 0 || b.rebFiles < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -runs, -clients, -window and -rebalance-files must be positive")
+		return 2
+	}
+	b.databaseURL = os.Getenv("DATABASE_URL")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := os.MkdirTemp("", "dfs-bench-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 2
+	}
+	b.root = root
+	defer func() {
+		if *keep {
+			b.logf("kept %s", root)
+			return
+		}
+		_ = os.RemoveAll(root)
+	}()
+
+	b.res = &Results{
+		Started: time.Now().Format(time.RFC3339),
+		Machine: machine(),
+		Figures: map[string]Figure{},
+		Config: map[string]string{
+			"runs":          strconv.Itoa(b.runs),
+			"clients":       strconv.Itoa(b.clients),
+			"rate window":   fmt.Sprintf("%s measured after %s warm-up", b.window, b.warm),
+			"metadata":      "embedded (SQLite)",
+			"LOG_LEVEL":     b.logLevel,
+			"phases":        only,
+			"units":         "MB = 10^6 bytes; rates are completed requests per second inside the window",
+			"cluster":       "coordinator + 3 storage nodes on loopback, RF=3, every copy fsync'd; load generator and baselines in this process",
+			"rebalance":     fmt.Sprintf("%d files of %s, then node-4 joins (REPAIR_INTERVAL=1h)", b.rebFiles, sizeText(b.rebSize)),
+			"large and rss": fmt.Sprintf("%s upload/download; peak RSS (VmHWM, reset before) during a %s upload", sizeText(b.largeSize), sizeText(b.rssSize)),
+		},
+	}
+	if b.databaseURL != "" {
+		b.res.Config["metadata"] = "PostgreSQL (DATABASE_URL; a new database per cluster)"
+	}
+	if b.binDir == "" {
+		b.binDir = filepath.Join(root, "bin")
+		b.logf("building the binaries into %s", b.binDir)
+		if _, err := localcluster.Build(ctx, b.binDir); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 2
+		}
+	}
+
+	status := 0
+	step := func(name string, fn func(context.Context) error) {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := fn(ctx); err != nil {
+			b.res.fail("%s: %v", name, err)
+			b.logf("%s failed: %v", name, err)
+			status = 1
+		}
+	}
+	if phases["baseline"] {
+		step("baseline", b.baselines)
+	}
+	if phases["small"] {
+		step("small", b.small)
+	}
+	if phases["large"] || phases["rss"] {
+		step("large", func(ctx context.Context) error { return b.large(ctx, phases["large"], phases["rss"]) })
+	}
+	if phases["rebalance"] {
+		step("rebalance", b.rebalance)
+	}
+	if ctx.Err() != nil {
+		b.res.fail("interrupted")
+		status = 1
+	}
+	b.addRows()
+	b.res.writeTable(os.Stdout)
+	if err := b.res.writeJSON(b.jsonPath); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: write %s: %v\n", b.jsonPath, err)
+		return 2
+	}
+	b.logf("wrote %s", b.jsonPath)
+	if len(b.res.Failures) > 0 {
+		status = 1
+	}
+	return status
+}
+
+// addRows pairs each dfs figure with its baseline.
+func (b *bench) addRows() {
+	r := b.res
+	r.row(dfsUpload, baseHTTPPost, 0, "")
+	r.row(dfsUpload, baseFsync, 3, "RF=3 ceiling")
+	r.row(dfsUploadP+"50", baseHTTPPostP+"50", 0, "")
+	r.row(dfsUploadP+"99", baseHTTPPostP+"99", 0, "")
+	for _, phase := range []string{"upload4k", "download4k"} {
+		for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
+			r.row(dfsCPU+phase+"."+who, "", 0, "")
+		}
+	}
+	r.row(dfsDownload, baseHTTPGet, 0, "")
+	r.row(dfsDownloadP+"50", baseHTTPGetP+"50", 0, "")
+	r.row(dfsDownloadP+"99", baseHTTPGetP+"99", 0, "")
+	r.row(dfsBigUp, baseHTTPBigPut, 0, "")
+	r.row(dfsBigUp, baseDisk, 3, "RF=3 ceiling")
+	r.row(dfsBigDown, baseHTTPBigGet, 0, "")
+	r.row(dfsRSSCoord, "", 0, "target < 64 MiB")
+	r.row(dfsRSSNode, "", 0, "")
+	r.row(dfsRSSUpload, baseDisk, 3, "RF=3 ceiling")
+	r.row(dfsRebFiles, "", 0, "")
+	r.row(dfsRebMBps, baseDisk, 0, "")
+	r.row(dfsRebMoved, dfsRebPredict, 0, "")
+	r.row(dfsRebWall, "", 0, "")
+}
+
+// machine describes this machine from /proc.
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		if kib, err := parseStatusField(f, "MemTotal"); err == nil {
+			m.MemoryMiB = kib / 1024
+		}
+		f.Close()
+	}
+	return m
+}

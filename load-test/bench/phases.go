@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/load-test/harness"
+)
+
+// Figure keys of the dfs measurements.
+const (
+	dfsUpload      = "dfs.upload4k.rate"
+	dfsUploadP     = "dfs.upload4k.p"
+	dfsDownload    = "dfs.download4k.rate"
+	dfsDownloadP   = "dfs.download4k.p"
+	dfsBigUp       = "dfs.upload-large.mbps"
+	dfsBigDown     = "dfs.download-large.mbps"
+	dfsRSSCoord    = "dfs.rss.coordinator"
+	dfsRSSNode     = "dfs.rss.node"
+	dfsRSSUpload   = "dfs.rss.upload.mbps"
+	dfsRebFiles    = "dfs.rebalance.files-per-s"
+	dfsRebMBps     = "dfs.rebalance.mbps"
+	dfsRebMoved    = "dfs.rebalance.moved-fraction"
+	dfsRebPredict  = "dfs.rebalance.predicted-fraction"
+	dfsRebWall     = "dfs.rebalance.wall"
+	dfsCPU         = "dfs.cpu." // + phase + "." + coordinator|nodes|machine
+	requestTimeout = 30 * time.Second
+)
+
+// small measures 4 KiB uploads, then downloads of the files uploaded, each
+// over b.runs windows, at b.clients concurrent clients.
+func (b *bench) small(ctx context.Context) error {
+	bc, err := b.startCluster(ctx, "small", 3)
+	if err != nil {
+		return err
+	}
+	defer bc.stop()
+	s := newSeries()
+	var (
+		mu       sync.Mutex
+		ids      []string
+		degraded int
+	)
+	const size = 4 << 10
+	for run := range b.runs {
+		b.logf("4 KiB uploads, run %d of %d (%d clients, %s)", run+1, b.runs, b.clients, b.window)
+		var perfDone func()
+		if run == 0 && b.perf {
+			perfDone = b.startPerf(ctx, bc.PID(localcluster.CoordinatorName), "coordinator-upload4k")
+		}
+		cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
+		r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
+			c := harness.Content{Seed: uint64(run)<<48 | uint64(w)<<32 | uint64(i), Size: size}
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			defer cancel()
+			res, err := bc.api.Upload(rctx, "bench.bin", c.Reader(), size, client.UploadOptions{})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			ids = append(ids, res.FileID)
+			if res.Status != client.FileActive {
+				degraded++
+			}
+			mu.Unlock()
+			return nil
+		})
+		if perfDone != nil {
+			perfDone()
+		}
+		b.loopFailures("4 KiB upload", r)
+		addRate(s, dfsUpload, r)
+		addCPU(s, "upload4k", cpu)
+
+		b.logf("4 KiB downloads, run %d of %d", run+1, b.runs)
+		mu.Lock()
+		pool := append([]string(nil), ids...)
+		mu.Unlock()
+		if len(pool) == 0 {
+			return fmt.Errorf("no 4 KiB upload succeeded: %v", r.firstErr)
+		}
+		cpu = meterCPU(clusterPIDs(bc), b.warm, b.window)
+		r = closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			defer cancel()
+			_, err := bc.api.Download(rctx, pool[rand.IntN(len(pool))], io.Discard, client.DownloadOptions{})
+			return err
+		})
+		b.loopFailures("4 KiB download", r)
+		addRate(s, dfsDownload, r)
+		addCPU(s, "download4k", cpu)
+	}
+	if degraded > 0 {
+		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%d of %d 4 KiB uploads were acknowledged DEGRADED", degraded, len(ids)))
+	}
+	figs := s.figures()
+	rename(figs, dfsUpload, fmt.Sprintf("4 KiB upload ×%d", b.clients))
+	rename(figs, dfsUploadP+"50", "4 KiB upload p50")
+	rename(figs, dfsUploadP+"99", "4 KiB upload p99")
+	rename(figs, dfsDownload, fmt.Sprintf("4 KiB download ×%d", b.clients))
+	rename(figs, dfsDownloadP+"50", "4 KiB download p50")
+	rename(figs, dfsDownloadP+"99", "4 KiB download p99")
+	for _, phase := range []string{"upload4k", "download4k"} {
+		what := "4 KiB uploads"
+		if phase == "download4k" {
+			what = "4 KiB downloads"
+		}
+		rename(figs, dfsCPU+phase+".coordinator", "coordinator CPU during "+what)
+		rename(figs, dfsCPU+phase+".nodes", "3 nodes' CPU during "+what)
+		rename(figs, dfsCPU+phase+".bench", "load generator's CPU during "+what)
+		rename(figs, dfsCPU+phase+".other", "all other CPU (kernel threads, other work) during "+what)
+	}
+	b.res.addFigures(figs)
+	return nil
+}
+
+// loadGenerator names this process among those whose CPU is measured.
+const loadGenerator = "bench"
+
+// clusterPIDs names the running processes of a cluster, and this one.
+func clusterPIDs(bc *benchCluster) map[string]int {
+	pids := map[string]int{loadGenerator: os.Getpid()}
+	for _, n := range append([]string{localcluster.CoordinatorName}, bc.Nodes()...) {
+		if pid := bc.PID(n); pid != 0 {
+			pids[n] = pid
+		}
+	}
+	return pids
+}
+
+// addCPU adds what a meterCPU measured, in cores: the coordinator, the
+// nodes together, this process (the load generator), and everything else
+// on the machine (the kernel's own threads, and other work sharing it,
+// which makes the figures of that run less trustworthy).
+func addCPU(s *series, phase string, wait func() (map[string]float64, float64)) {
+	byProc, busy := wait()
+	nodes, ours := 0.0, 0.0
+	for name, c := range byProc {
+		ours += c
+		if name != localcluster.CoordinatorName && name != loadGenerator {
+			nodes += c
+		}
+	}
+	s.add(dfsCPU+phase+".coordinator", "cores", byProc[localcluster.CoordinatorName])
+	s.add(dfsCPU+phase+".nodes", "cores", nodes)
+	s.add(dfsCPU+phase+".bench", "cores", byProc[loadGenerator])
+	s.add(dfsCPU+phase+".other", "cores", max(0, busy*float64(runtime.NumCPU())-ours))
+}
+
+func (b *bench) loopFailures(what string, r loopResult) {
+	if r.failures > 0 {
+		b.res.fail("%s: %d of %d requests failed; first: %v", what, r.failures, r.failures+r.ops, r.firstErr)
+	}
+}
+
+// repeatReader yields its buffer over and over.
+type repeatReader struct {
+	buf []byte
+	off int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := copy(p, r.buf[r.off:])
+	r.off = (r.off + n) % len(r.buf)
+	return n, nil
+}
+
+// large measures one upload and one download of b.largeSize bytes per run,
+// and the peak memory of every process while b.rssSize bytes stream
+// through. Each file is deleted after its run, to spare the disk.
+func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
+	bc, err := b.startCluster(ctx, "large", 3)
+	if err != nil {
+		return err
+	}
+	defer bc.stop()
+	s := newSeries()
+	block := make([]byte, 4<<20)
+	harness.Content{Seed: 42, Size: int64(len(block))}.Reader().Read(block)
+	hc := httpClient(1)
+	for run := range b.runs {
+		if !doLarge {
+			break
+		}
+		b.logf("%s upload and download, run %d of %d", sizeText(b.largeSize), run+1, b.runs)
+		block[0] = byte(run) // a different file each run
+		var res client.UploadResult
+		mbps, err := timedBytes(b.largeSize, func() error {
+			var err error
+			res, err = bc.api.Upload(ctx, "large.bin", io.LimitReader(&repeatReader{buf: block}, b.largeSize), b.largeSize, client.UploadOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("upload %s: %w", sizeText(b.largeSize), err)
+		}
+		s.add(dfsBigUp, "MB/s", mbps)
+		// A plain GET to io.Discard: the client does not re-hash, so that
+		// its hashing does not take CPU from the cluster on a small machine;
+		// the coordinator verifies the bytes as they stream.
+		mbps, err = timedBytes(b.largeSize, func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, bc.CoordinatorURL()+"/api/files/"+res.FileID, nil)
+			if err != nil {
+				return err
+			}
+			return drainExact(hc.Do(req))(b.largeSize)
+		})
+		if err != nil {
+			return fmt.Errorf("download %s: %w", sizeText(b.largeSize), err)
+		}
+		s.add(dfsBigDown, "MB/s", mbps)
+		if _, err := bc.api.Delete(ctx, res.FileID); err != nil {
+			return err
+		}
+	}
+	for run := range b.runs {
+		if !doRSS {
+			break
+		}
+		b.logf("peak memory during a %s upload, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
+		if err := b.rssRun(ctx, bc, s, block); err != nil {
+			return err
+		}
+	}
+	figs := s.figures()
+	rename(figs, dfsBigUp, sizeText(b.largeSize)+" upload")
+	rename(figs, dfsBigDown, sizeText(b.largeSize)+" download")
+	rename(figs, dfsRSSCoord, "coordinator peak RSS, "+sizeText(b.rssSize)+" upload")
+	rename(figs, dfsRSSNode, "largest node peak RSS, same upload")
+	rename(figs, dfsRSSUpload, sizeText(b.rssSize)+" upload")
+	b.res.addFigures(figs)
+	return nil
+}
+
+// rssRun uploads b.rssSize bytes and records the peak RSS (VmHWM, reset
+// before the upload) of the coordinator and of the largest node.
+func (b *bench) rssRun(ctx context.Context, bc *benchCluster, s *series, block []byte) error {
+	names := append([]string{localcluster.CoordinatorName}, bc.Nodes()...)
+	pids := map[string]int{}
+	for _, n := range names {
+		pid := bc.PID(n)
+		if pid == 0 {
+			return fmt.Errorf("%s is not running", n)
+		}
+		if err := resetPeakRSS(pid); err != nil {
+			return fmt.Errorf("reset the peak RSS of %s: %w", n, err)
+		}
+		pids[n] = pid
+	}
+	block[1]++
+	var res client.UploadResult
+	mbps, err := timedBytes(b.rssSize, func() error {
+		var err error
+		res, err = bc.api.Upload(ctx, "rss.bin", io.LimitReader(&repeatReader{buf: block}, b.rssSize), b.rssSize, client.UploadOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", sizeText(b.rssSize), err)
+	}
+	var nodeMax int64
+	for _, n := range names {
+		kib, err := procStatus(pids[n], "VmHWM")
+		if err != nil {
+			return err
+		}
+		if n == localcluster.CoordinatorName {
+			s.add(dfsRSSCoord, "MiB", float64(kib)/1024)
+		} else {
+			nodeMax = max(nodeMax, kib)
+		}
+	}
+	s.add(dfsRSSNode, "MiB", float64(nodeMax)/1024)
+	s.add(dfsRSSUpload, "MB/s", mbps)
+	_, err = bc.api.Delete(ctx, res.FileID)
+	return err
+}
+
+// rebalance measures, per run on a fresh cluster of 3 nodes holding
+// b.rebFiles files, the rebalance that a 4th node's join sets off: its
+// speed, and the files it moved against the ring's prediction.
+func (b *bench) rebalance(ctx context.Context) error {
+	s := newSeries()
+	for run := range b.runs {
+		b.logf("rebalance on join, run %d of %d: uploading %d files of %s", run+1, b.runs, b.rebFiles, sizeText(b.rebSize))
+		if err := b.rebalanceRun(ctx, run, s); err != nil {
+			return err
+		}
+	}
+	figs := s.figures()
+	rename(figs, dfsRebFiles, "rebalance on join: files moved/s")
+	rename(figs, dfsRebMBps, "rebalance on join: MB/s copied")
+	rename(figs, dfsRebMoved, "rebalance on join: fraction of files moved")
+	rename(figs, dfsRebPredict, "ring's prediction (pref. list of 3 names node-4)")
+	rename(figs, dfsRebWall, "rebalance on join: node start to run's end")
+	b.res.addFigures(figs)
+	return nil
+}
+
+func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
+	// The repair loop is pushed out of the way so that only the join's
+	// run moves data.
+	bc, err := b.startCluster(ctx, "rebalance-"+strconv.Itoa(run), 3, "REPAIR_INTERVAL=1h")
+	if err != nil {
+		return err
+	}
+	defer bc.stop()
+
+	var mu sync.Mutex
+	var ids []string
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var firstErr error
+	for range b.clients {
+		wg.Go(func() {
+			for i := range work {
+				c := harness.Content{Seed: uint64(run)<<40 | uint64(i), Size: b.rebSize}
+				res, err := bc.api.Upload(ctx, "r.bin", c.Reader(), c.Size, client.UploadOptions{})
+				mu.Lock()
+				if err == nil && res.Status == client.FileActive {
+					ids = append(ids, res.FileID)
+				} else if firstErr == nil {
+					firstErr = fmt.Errorf("upload %d: status %s, %v", i, res.Status, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range b.rebFiles {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+
+	newNode := localcluster.NodeName(len(bc.Nodes()) + 1)
+	after := ring.New(ring.DefaultVNodes, append(bc.Nodes(), newNode)...)
+	predicted := map[string]bool{}
+	for _, id := range ids {
+		for _, n := range after.Preference(id, 3) {
+			if n == newNode {
+				predicted[id] = true
+			}
+		}
+	}
+
+	const joined = `{trigger="JOINED"}`
+	base := bc.CoordinatorURL()
+	runsBefore, err := metric(ctx, base, "dfs_rebalance_runs_total"+joined)
+	if err != nil {
+		return err
+	}
+	b.logf("rebalance on join, run %d of %d: adding %s; the ring predicts %d of %d files gain a copy there", run+1, b.runs, newNode, len(predicted), len(ids))
+	start := time.Now()
+	if _, err := bc.AddNode(ctx); err != nil {
+		return err
+	}
+	deadline := start.Add(30 * time.Minute)
+	for {
+		n, err := metric(ctx, base, "dfs_rebalance_runs_total"+joined)
+		if err != nil {
+			return err
+		}
+		if n > runsBefore {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no JOINED rebalance finished within 30m of %s's start", newNode)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	wall := time.Since(start)
+	dur, err := metric(ctx, base, "dfs_rebalance_duration_seconds_sum"+joined)
+	if err != nil {
+		return err
+	}
+	created, err := metric(ctx, base, "dfs_rebalance_copies_created_total"+joined)
+	if err != nil {
+		return err
+	}
+	failures, err := metric(ctx, base, "dfs_rebalance_failures_total"+joined)
+	if err != nil {
+		return err
+	}
+	held, err := blobIDs(bc.DataDir(newNode))
+	if err != nil {
+		return err
+	}
+	missing, extra := 0, 0
+	for id := range predicted {
+		if !held[id] {
+			missing++
+		}
+	}
+	for id := range held {
+		if !predicted[id] {
+			extra++
+		}
+	}
+	if failures > 0 || missing > 0 || extra > 0 {
+		b.res.fail("rebalance run %d: %v failures; %s lacks %d predicted files and holds %d unpredicted ones", run+1, failures, newNode, missing, extra)
+	}
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("rebalance run %d: %d files; %d copies created on join in %.2fs (run's own duration); %s holds exactly the predicted set: %v",
+		run+1, len(ids), int(created), dur, newNode, missing == 0 && extra == 0))
+	s.add(dfsRebFiles, "/s", created/dur)
+	s.add(dfsRebMBps, "MB/s", created*float64(b.rebSize)/1e6/dur)
+	s.add(dfsRebMoved, "", created/float64(len(ids)))
+	s.add(dfsRebPredict, "", float64(len(predicted))/float64(len(ids)))
+	s.add(dfsRebWall, "s", wall.Seconds())
+	return nil
+}
+
+// startPerf samples the CPU of pid with perf for the warm-up and window of
+// one measurement, and returns a function that waits for perf and writes
+// its report beside the JSON results. Without perf it notes the gap.
+func (b *bench) startPerf(ctx context.Context, pid int, name string) func() {
+	if _, err := exec.LookPath("perf"); err != nil {
+		b.res.Notes = append(b.res.Notes, "no CPU profile: perf is not on PATH")
+		return nil
+	}
+	dir := filepath.Dir(b.jsonPath)
+	data := filepath.Join(b.root, name+".perf.data")
+	secs := strconv.FormatFloat((b.warm + b.window).Seconds(), 'f', 1, 64)
+	rec := exec.CommandContext(ctx, "perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", data, "--", "sleep", secs)
+	var out bytes.Buffer
+	rec.Stdout, rec.Stderr = &out, &out
+	if err := rec.Start(); err != nil {
+		b.res.Notes = append(b.res.Notes, "no CPU profile: "+err.Error())
+		return nil
+	}
+	return func() {
+		if err := rec.Wait(); err != nil {
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("no CPU profile: perf record: %v: %s", err, out.String()))
+			return
+		}
+		report := filepath.Join(dir, name+".perf.txt")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.res.Notes = append(b.res.Notes, "no CPU profile report: "+err.Error())
+			return
+		}
+		f, err := os.Create(report)
+		if err != nil {
+			b.res.Notes = append(b.res.Notes, "no CPU profile report: "+err.Error())
+			return
+		}
+		defer f.Close()
+		rep := exec.CommandContext(ctx, "perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none", "--sort", "symbol", "--percent-limit", "0.3")
+		rep.Stdout = f
+		if err := rep.Run(); err != nil {
+			b.res.Notes = append(b.res.Notes, "no CPU profile report: "+err.Error())
+			return
+		}
+		b.res.Notes = append(b.res.Notes, "coordinator CPU profile during the first 4 KiB upload run (perf, flat, by symbol): "+report)
+	}
+}
