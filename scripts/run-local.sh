@@ -37,6 +37,10 @@ COORD_PORT=${DFS_PORT:-8080}
 NODE_BASE_PORT=${DFS_NODE_BASE_PORT:-9001}
 READY_TIMEOUT=${DFS_READY_TIMEOUT:-60}
 STOP_TIMEOUT=${DFS_STOP_TIMEOUT:-10}
+# Absolute, because make runs in ROOT and the processes may outlive this
+# directory as the caller's working directory.
+[[ $BIN_DIR == /* ]] || BIN_DIR=$PWD/$BIN_DIR
+[[ $RUN_DIR == /* ]] || RUN_DIR=$PWD/$RUN_DIR
 PID_DIR=$RUN_DIR/pids
 LOG_DIR=$RUN_DIR/logs
 COORDINATOR=coordinator
@@ -279,7 +283,9 @@ cmd_start() {
     echo "$name started (pid $(<"$PID_DIR/$name.pid"), port $(port_of "$name"))"
   done
   trap - EXIT
-  echo "cluster ready at $(coordinator_url) with $n nodes; logs in $LOG_DIR"
+  local noun=nodes
+  ((n == 1)) && noun=node
+  echo "cluster ready at $(coordinator_url) with $n $noun; logs in $LOG_DIR"
 }
 
 # abandon_start STATUS: the EXIT trap of a start; on failure it stops whatever
