@@ -2,7 +2,7 @@
 # The dfs coordinator: a static binary on distroless, run as an unprivileged
 # user. Build from the repository root:
 #   docker build -f deploy/docker/coordinator.Dockerfile -t dfs-coordinator .
-# The image also carries the dfs CLI (`docker exec dfs-coordinator dfs nodes`)
+# The image also carries the dfs CLI (`docker exec dfs-coordinator /usr/local/bin/dfs nodes`)
 # and healthprobe, the health check: distroless has no shell and no curl.
 
 FROM golang:1.26 AS build
