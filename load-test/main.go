@@ -2,8 +2,9 @@
 // upload, download and byte-compare files for a fixed time against a
 // cluster while processes of that cluster are killed and restarted, then
 // every acknowledged upload is read back. It exits 1 when any acknowledged
-// upload is lost or corrupt (or a promise was broken on the way), 2 when the
-// run could not be made. See load-test/README.md.
+// upload is lost or corrupt, a promise was broken on the way, a process
+// crashed or a planned fault could not be made, and 2 when the run could not
+// be made at all. See load-test/README.md.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/localcluster"
 	"github.com/dfs-project/dfs/load-test/harness"
 )
 
@@ -128,6 +130,9 @@ func run(args []string) int {
 		return 2
 	case *soak:
 		opts.Plan = harness.SoakPlan{Duration: opts.Duration}
+	case *kill != "" && !validTarget(*kill, opts.Nodes):
+		fmt.Fprintf(os.Stderr, "load-test: -kill %q: want coordinator or node-1 … node-%d\n", *kill, opts.Nodes)
+		return 2
 	case *kill != "":
 		opts.Plan = harness.KillSchedule{Target: *kill, After: *killAfter, DownFor: *downFor, Every: *killEvery}
 	}
@@ -154,4 +159,18 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// validTarget reports whether name is a process of a local cluster of nodes
+// storage nodes.
+func validTarget(name string, nodes int) bool {
+	if name == localcluster.CoordinatorName {
+		return true
+	}
+	for i := 1; i <= nodes; i++ {
+		if name == localcluster.NodeName(i) {
+			return true
+		}
+	}
+	return false
 }

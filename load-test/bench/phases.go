@@ -190,7 +190,9 @@ func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
 	defer bc.stop()
 	s := newSeries()
 	block := make([]byte, 4<<20)
-	harness.Content{Seed: 42, Size: int64(len(block))}.Reader().Read(block)
+	if _, err := io.ReadFull(harness.Content{Seed: 42, Size: int64(len(block))}.Reader(), block); err != nil {
+		return err
+	}
 	hc := httpClient(1)
 	for run := range b.runs {
 		if !doLarge {
@@ -327,7 +329,9 @@ func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
 		wg.Go(func() {
 			for i := range work {
 				c := harness.Content{Seed: uint64(run)<<40 | uint64(i), Size: b.rebSize}
-				res, err := bc.api.Upload(ctx, "r.bin", c.Reader(), c.Size, client.UploadOptions{})
+				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+				res, err := bc.api.Upload(rctx, "r.bin", c.Reader(), c.Size, client.UploadOptions{})
+				cancel()
 				mu.Lock()
 				if err == nil && res.Status == client.FileActive {
 					ids = append(ids, res.FileID)

@@ -73,14 +73,28 @@ func (r *Report) fill(snap Snapshot, trafficElapsed time.Duration, events []Even
 	r.Windows = Windows(traffic, events)
 }
 
-// OK reports whether the run found nothing wrong: every acknowledged file
-// read back intact, no broken promise during the run, no process that
-// crashed, and (when checked) a clean repaired state.
+// OK reports whether the run found nothing wrong: every fault of the plan
+// was made, every acknowledged file read back intact, no promise was broken
+// during the run, no process crashed, and (when checked) the repaired state
+// is clean.
 func (r *Report) OK() bool {
 	r.mu.Lock()
 	exits := len(r.Exits)
 	r.mu.Unlock()
-	return r.Final.OK() && len(r.Violations) == 0 && exits == 0 && (r.Repair == nil || r.Repair.OK())
+	return len(r.FailedEvents()) == 0 && r.Final.OK() && len(r.Violations) == 0 && exits == 0 &&
+		(r.Repair == nil || r.Repair.OK())
+}
+
+// FailedEvents are the faults and restarts that could not be made (or were
+// skipped): a run with any of them did not test what its plan says.
+func (r *Report) FailedEvents() []Event {
+	var failed []Event
+	for _, e := range r.Events {
+		if e.Err != "" {
+			failed = append(failed, e)
+		}
+	}
+	return failed
 }
 
 // WriteText writes the report for people.
@@ -200,6 +214,9 @@ func (r *Report) WriteText(w io.Writer) {
 			}
 			p("  %s %s %s: %s", offset(v.At), v.Kind, v.FileID, v.What)
 		}
+	}
+	if failed := r.FailedEvents(); len(failed) > 0 {
+		p("faults or restarts that could not be made: %d (see the events above)", len(failed))
 	}
 	if len(r.Exits) == 0 {
 		p("processes that exited unasked: none")
