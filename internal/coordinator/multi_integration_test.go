@@ -166,3 +166,34 @@ func TestRedisCacheServesReadsAndLosingRedisChangesNoOutcome(t *testing.T) {
 	}, 20*time.Second, 200*time.Millisecond, "the deleted file's row goes")
 	require.Empty(t, h.holders(res.FileID))
 }
+
+func TestWaitingDrainOutlastsAFileHeldByAnotherRun(t *testing.T) {
+	h := newHarness(t, "sqlite", 4, nil)
+	var onNode []string
+	for i := range 12 {
+		res := h.upload("f", payload(100+i, byte(i)))
+		if h.holds("node-2", res.FileID) {
+			onNode = append(onNode, res.FileID)
+		}
+	}
+	require.NotEmpty(t, onNode)
+	// Another coordinator is reconciling one of node-2's files right now; its
+	// lease lapses in a second (it is never renewed).
+	other := redisx.NewStoreLocker(h.store(), redisx.LockOptions{Owner: "another-coordinator", Grace: time.Second})
+	_, ok, err := other.TryLock(t.Context(), "file:"+onNode[0], time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	resp := h.delete("/api/nodes/node-2?wait=true")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+	var dr struct {
+		Drain struct {
+			Complete       bool `json:"complete"`
+			FilesRemaining int  `json:"filesRemaining"`
+		} `json:"drain"`
+	}
+	resp.json(t, &dr)
+	require.True(t, dr.Drain.Complete)
+	require.Zero(t, dr.Drain.FilesRemaining)
+	require.False(t, h.holds("node-2", onNode[0]), "the held file was drained once its lease lapsed")
+}

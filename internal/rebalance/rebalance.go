@@ -264,21 +264,52 @@ func (b *Rebalancer) DrainProgress(ctx context.Context, node string) (DrainRepor
 	return DrainReport{Node: node, FilesRemaining: len(ids), Complete: len(ids) == 0}, nil
 }
 
-// Drain moves every file off a deregistered node now, spending at most the
-// drain timeout on the copies, and reports what is left.
+// Drain moves every file off a deregistered node now and reports what is
+// left. It runs rounds until no file has a copy on the node or the drain
+// timeout passes; files another run is reconciling at that moment (their
+// lease is held) are picked up by a later round, so a concurrent rebalance
+// of the same node cannot make the drain answer early.
 func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error) {
 	ctx = context.WithoutCancel(ctx) // a client hanging up must not stop a drain half-way
-	ids, err := b.AffectedFiles(ctx, Deregistered, node)
-	if err != nil {
-		return DrainReport{}, err
-	}
-	b.log.Info("drain started", "node", node, "files", len(ids))
 	work, cancel := context.WithTimeout(ctx, b.o.DrainTimeout)
-	rep := b.RunFiles(work, Deregistered, node, ids)
-	cancel()
+	defer cancel()
+	start := time.Now()
+	total := Report{Trigger: Deregistered, Node: node, UnrecoverableFiles: []string{}}
+	b.log.Info("drain started", "node", node)
+	for round := 0; ; round++ {
+		ids, err := b.AffectedFiles(ctx, Deregistered, node)
+		if err != nil {
+			return DrainReport{}, err
+		}
+		if len(ids) == 0 || work.Err() != nil {
+			break
+		}
+		rep := b.RunFiles(work, Deregistered, node, ids)
+		if round == 0 {
+			total.FilesScanned = rep.FilesScanned
+		}
+		total.FilesAffected += rep.FilesAffected
+		total.CopiesCreated += rep.CopiesCreated
+		total.CopiesRemoved += rep.CopiesRemoved
+		total.PrimariesPromoted += rep.PrimariesPromoted
+		total.Failures += rep.Failures
+		total.UnrecoverableFiles = append(total.UnrecoverableFiles, rep.UnrecoverableFiles...)
+		if rep.FilesAffected == 0 {
+			// Nothing moved this round: the files are held by another run or
+			// cannot move yet. Wait a little before looking again.
+			select {
+			case <-work.Done():
+			case <-time.After(drainRetry):
+			}
+		}
+	}
+	total.DurationMs = time.Since(start).Milliseconds()
 	d, err := b.DrainProgress(ctx, node)
-	d.Run = &rep
+	d.Run = &total
 	b.log.Info("drain finished", "node", node, "complete", d.Complete, "filesRemaining", d.FilesRemaining,
-		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved, "failures", rep.Failures, "durationMs", rep.DurationMs)
+		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures, "durationMs", total.DurationMs)
 	return d, err
 }
+
+// drainRetry is the pause between drain rounds that moved nothing.
+const drainRetry = 200 * time.Millisecond
