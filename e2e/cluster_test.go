@@ -131,8 +131,12 @@ func (c *cluster) dumpLogs() {
 		if err != nil {
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		c.t.Logf("last lines of %s:\n%s", name, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		// Access lines drown everything else; what a failure needs is the
+		// decisions the process took.
+		lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), func(l string) bool {
+			return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`)
+		})
+		c.t.Logf("last lines of %s (without access lines):\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
 	}
 }
 
@@ -628,3 +632,5 @@ func (c *cluster) putBlob(node, id string, data []byte) {
 	resp.Body.Close()
 	require.Equal(c.t, http.StatusCreated, resp.StatusCode, "%s", body)
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
