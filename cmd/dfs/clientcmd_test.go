@@ -389,8 +389,8 @@ func TestNodes(t *testing.T) {
 	code, stdout, stderr := dfs(t, f.srv.URL, "", "nodes")
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "2 nodes known; the ring has 1 nodes × 100 virtual nodes")
-	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+32\.40 %\s+127\.0\.0\.1:9001\s+3s ago\s+0$`, stdout)
-	require.Regexp(t, `(?m)^node-2\s+UNHEALTHY\s+no\s+-\s+127\.0\.0\.1:9002\s+never\s+4$`, stdout)
+	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+32\.40 %\s+12\s+3\.0 MiB\s+5\.0 GiB\s+127\.0\.0\.1:9001\s+3s ago\s+0$`, stdout)
+	require.Regexp(t, `(?m)^node-2\s+UNHEALTHY\s+no\s+-\s+-\s+-\s+-\s+127\.0\.0\.1:9002\s+never\s+4$`, stdout)
 
 	code, stdout, _ = dfs(t, f.srv.URL, "", "nodes", "-json")
 	require.Equal(t, exitOK, code)

@@ -245,7 +245,8 @@ func (f *fakeCoordinator) verify(w http.ResponseWriter, r *http.Request) {
 func (f *fakeCoordinator) nodes(w http.ResponseWriter, _ *http.Request) {
 	checked := time.Now().Add(-3 * time.Second)
 	httpx.WriteJSON(w, http.StatusOK, []client.Node{
-		{NodeID: "node-1", Host: "127.0.0.1", Port: 9001, Status: client.NodeHealthy, OnRing: true, KeyspaceSharePercent: 32.4, LastCheckAt: &checked},
+		{NodeID: "node-1", Host: "127.0.0.1", Port: 9001, Status: client.NodeHealthy, OnRing: true, KeyspaceSharePercent: 32.4, LastCheckAt: &checked,
+			BlobCount: ptr(int64(12)), BytesUsed: ptr(int64(3 << 20)), FreeBytes: ptr(int64(5 << 30))},
 		{NodeID: "node-2", Host: "127.0.0.1", Port: 9002, Status: client.NodeUnhealthy, KeyspaceSharePercent: 0, ConsecutiveFailures: 4},
 	})
 }
@@ -272,3 +273,5 @@ func (f *fakeCoordinator) runRebalance(w http.ResponseWriter, _ *http.Request) {
 	f.mu.Unlock()
 	httpx.WriteJSON(w, http.StatusOK, rep)
 }
+
+func ptr[T any](v T) *T { return &v }

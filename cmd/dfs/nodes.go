@@ -38,15 +38,19 @@ func runNodes(ctx context.Context, args []string, s stdio) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATUS\tON RING\tSHARE\tADDRESS\tLAST CHECK\tFAILURES")
+	fmt.Fprintln(tw, "NODE\tSTATUS\tON RING\tSHARE\tBLOBS\tSTORED\tFREE\tADDRESS\tLAST CHECK\tFAILURES")
 	now := time.Now()
 	for _, n := range nodes {
 		onRing, share := "no", "-"
 		if n.OnRing {
 			onRing, share = "yes", fmt.Sprintf("%.2f %%", n.KeyspaceSharePercent)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s:%d\t%s\t%d\n", n.NodeID, n.Status, onRing, share, n.Host, n.Port,
-			ago(now, n.LastCheckAt), n.ConsecutiveFailures)
+		blobs, stored, free := "-", "-", "-"
+		if n.BlobCount != nil && n.BytesUsed != nil && n.FreeBytes != nil {
+			blobs, stored, free = fmt.Sprint(*n.BlobCount), humanBytes(*n.BytesUsed), humanBytes(*n.FreeBytes)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\t%s\t%d\n", n.NodeID, n.Status, onRing, share,
+			blobs, stored, free, n.Host, n.Port, ago(now, n.LastCheckAt), n.ConsecutiveFailures)
 	}
 	tw.Flush()
 	return exitOK

@@ -75,6 +75,9 @@ type Options struct {
 	MaxFileSize int64
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
+	// NodeStats, when set, asks a node for what it stores; GET /api/nodes
+	// and /api/nodes/{id} show the answer when it comes within a second.
+	NodeStats func(ctx context.Context, nodeID string) (NodeStorage, error)
 	// Observe wraps every request, for metrics; nil means none.
 	Observe func(route, method string, status int, seconds float64)
 }

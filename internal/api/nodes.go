@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -29,6 +30,38 @@ type nodeJSON struct {
 	LastHealthyAt        *time.Time      `json:"lastHealthyAt"`
 	ConsecutiveFailures  int             `json:"consecutiveFailures"`
 	ConsecutiveSuccesses int             `json:"consecutiveSuccesses"`
+	BlobCount            *int64          `json:"blobCount,omitempty"`
+	BytesUsed            *int64          `json:"bytesUsed,omitempty"`
+	FreeBytes            *int64          `json:"freeBytes,omitempty"`
+}
+
+// NodeStorage is what a node reports it stores.
+type NodeStorage struct {
+	BlobCount, BytesUsed, FreeBytes int64
+}
+
+// statsTimeout bounds how long a node listing waits for the nodes' figures.
+const statsTimeout = time.Second
+
+// withStorage fills in each node's storage figures, asking every node in
+// parallel; a node that does not answer in time is shown without them.
+func (s *server) withStorage(ctx context.Context, out []nodeJSON) {
+	if s.NodeStats == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			st, err := s.NodeStats(ctx, out[i].NodeID)
+			if err != nil {
+				return
+			}
+			out[i].BlobCount, out[i].BytesUsed, out[i].FreeBytes = &st.BlobCount, &st.BytesUsed, &st.FreeBytes
+		})
+	}
+	wg.Wait()
 }
 
 func toNodeJSON(n meta.Node, shares map[string]float64) nodeJSON {
@@ -75,6 +108,7 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 	for _, n := range nodes {
 		out = append(out, toNodeJSON(n, shares))
 	}
+	s.withStorage(r.Context(), out)
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
@@ -84,7 +118,9 @@ func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, s.Members.Ring().Shares()))
+	out := []nodeJSON{toNodeJSON(n, s.Members.Ring().Shares())}
+	s.withStorage(r.Context(), out)
+	httpx.WriteJSON(w, http.StatusOK, out[0])
 }
 
 type ringJSON struct {

@@ -142,6 +142,11 @@ type Node struct {
 	LastHealthyAt        *time.Time `json:"lastHealthyAt"`
 	ConsecutiveFailures  int        `json:"consecutiveFailures"`
 	ConsecutiveSuccesses int        `json:"consecutiveSuccesses"`
+	// BlobCount, BytesUsed and FreeBytes are the node's own figures, absent
+	// (nil) when it did not answer in time.
+	BlobCount *int64 `json:"blobCount,omitempty"`
+	BytesUsed *int64 `json:"bytesUsed,omitempty"`
+	FreeBytes *int64 `json:"freeBytes,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/nodes/register.

@@ -136,6 +136,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		MaxFileSize: cfg.MaxFileSize,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Observe:     a.metrics.ObserveHTTP,
+		NodeStats: func(ctx context.Context, id string) (api.NodeStorage, error) {
+			base, ok := a.members.BaseURL(id)
+			if !ok {
+				return api.NodeStorage{}, fmt.Errorf("node %s has no known address", id)
+			}
+			st, err := nodes.Stats(ctx, base)
+			return api.NodeStorage{BlobCount: st.BlobCount, BytesUsed: st.BytesUsed, FreeBytes: st.FreeBytes}, err
+		},
 	})
 	return a, nil
 }

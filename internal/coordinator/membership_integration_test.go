@@ -264,3 +264,27 @@ func TestRingEndpointReportsMeasuredShares(t *testing.T) {
 	require.Equal(t, 32.4, r.Nodes[1].KeyspaceSharePercent)
 	require.Equal(t, 32.39, r.Nodes[2].KeyspaceSharePercent)
 }
+
+func TestNodeListShowsWhatEachNodeStores(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, nil)
+	res := h.upload("f", payload(1000, 1))
+	h.stopNode("node-1")
+	var nodes []struct {
+		NodeID    string `json:"nodeId"`
+		BlobCount *int64 `json:"blobCount"`
+		BytesUsed *int64 `json:"bytesUsed"`
+		FreeBytes *int64 `json:"freeBytes"`
+	}
+	h.get("/api/nodes").json(t, &nodes)
+	require.Len(t, nodes, 3)
+	for _, n := range nodes {
+		if n.NodeID == "node-1" {
+			require.Nil(t, n.BlobCount, "a node that does not answer is shown without figures")
+			continue
+		}
+		require.NotNil(t, n.BlobCount, n.NodeID)
+		require.Equal(t, int64(1), *n.BlobCount, "%s holds %s", n.NodeID, res.FileID)
+		require.Equal(t, int64(1000), *n.BytesUsed)
+		require.Positive(t, *n.FreeBytes)
+	}
+}
