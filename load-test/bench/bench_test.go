@@ -112,3 +112,27 @@ func TestClosedLoopCountsOnlyTheWindow(t *testing.T) {
 	require.EqualError(t, r.firstErr, "even")
 	require.EqualValues(t, r.ops, r.hist.Count(), "only successful calls are timed")
 }
+
+func TestPerfShares(t *testing.T) {
+	report := `# Samples: 2K of event 'cpu-clock:ppp'
+#
+    13.17%  [k] finish_task_switch.isra.0
+     6.83%  [k] _raw_spin_unlock_irqrestore
+     1.26%  [.] runtime.memmove
+     0.99%  [.] modernc.org/sqlite/lib._walChecksumBytes
+     0.92%  [.] modernc.org/sqlite/lib._sqlite3VdbeExec
+     0.50%  [.] net/http.(*conn).serve
+     0.46%  [.] indexbytebody
+`
+	shares, err := perfShares(strings.NewReader(report))
+	require.NoError(t, err)
+	require.InDelta(t, 20.0, shares["kernel"], 1e-9)
+	require.InDelta(t, 1.91, shares["modernc.org/sqlite/lib"], 1e-9)
+	require.InDelta(t, 1.26, shares["runtime"], 1e-9)
+	require.InDelta(t, 0.50, shares["net/http"], 1e-9)
+	require.InDelta(t, 0.46, shares["other"], 1e-9)
+
+	var out strings.Builder
+	writeShares(&out, shares)
+	require.True(t, strings.HasPrefix(out.String(), " 20.00%  kernel\n"), out.String())
+}

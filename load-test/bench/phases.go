@@ -466,12 +466,22 @@ func (b *bench) startPerf(ctx context.Context, pid int, name string) func() {
 			return
 		}
 		defer f.Close()
-		rep := exec.CommandContext(ctx, "perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none", "--sort", "symbol", "--percent-limit", "0.3")
-		rep.Stdout = f
+		var flat bytes.Buffer
+		rep := exec.CommandContext(ctx, "perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none", "--sort", "symbol", "--percent-limit", "0")
+		rep.Stdout = &flat
 		if err := rep.Run(); err != nil {
 			b.res.Notes = append(b.res.Notes, "no CPU profile report: "+err.Error())
 			return
 		}
+		shares, err := perfShares(bytes.NewReader(flat.Bytes()))
+		if err != nil {
+			b.res.Notes = append(b.res.Notes, "no CPU profile report: "+err.Error())
+			return
+		}
+		fmt.Fprintf(f, "# coordinator CPU samples by package (kernel = system calls, scheduling, TCP, file system)\n")
+		writeShares(f, shares)
+		fmt.Fprintf(f, "\n# flat profile by symbol\n")
+		_, _ = f.Write(flat.Bytes())
 		b.res.Notes = append(b.res.Notes, "coordinator CPU profile during the first 4 KiB upload run (perf, flat, by symbol): "+report)
 	}
 }
