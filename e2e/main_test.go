@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/dfs-project/dfs/internal/localcluster"
 )
 
@@ -59,5 +61,15 @@ func run(m *testing.M, root string) int {
 			return 1
 		}
 	}
-	return m.Run()
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	// Every client, fake node and helper process watcher the tests started
+	// in this process must be gone once the clusters are stopped.
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: goroutines outlived the tests:", err)
+		return 1
+	}
+	return 0
 }
