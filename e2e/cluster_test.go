@@ -56,7 +56,6 @@ const (
 type options struct {
 	nodes    int
 	coordEnv []string // after coordinatorDefaults, so they override them
-	nodeEnv  []string // after nodeDefaults
 	token    string   // CLUSTER_TOKEN on both sides
 	// sweep makes the test drive the failure detector itself through
 	// POST /api/admin/health-check (set HEALTH_CHECK_INTERVAL high with it).
@@ -87,7 +86,7 @@ func startCluster(t *testing.T, o options) *cluster {
 		o.nodes = 3
 	}
 	coordEnv := append(slices.Clone(coordinatorDefaults), o.coordEnv...)
-	nodeEnv := append(slices.Clone(nodeDefaults), o.nodeEnv...)
+	nodeEnv := slices.Clone(nodeDefaults)
 	if o.token != "" {
 		coordEnv = append(coordEnv, "CLUSTER_TOKEN="+o.token)
 		nodeEnv = append(nodeEnv, "CLUSTER_TOKEN="+o.token)
@@ -122,6 +121,14 @@ func startCluster(t *testing.T, o options) *cluster {
 	})
 	c.waitOnRing(lc.Nodes()...)
 	return c
+}
+
+// with returns the cluster as seen from t, a subtest of the test that
+// started it, so that the helpers fail the subtest that called them.
+func (c *cluster) with(t *testing.T) *cluster {
+	cc := *c
+	cc.t = t
+	return &cc
 }
 
 // dumpLogs puts the end of every process log into the test output.
@@ -632,5 +639,3 @@ func (c *cluster) putBlob(node, id string, data []byte) {
 	resp.Body.Close()
 	require.Equal(c.t, http.StatusCreated, resp.StatusCode, "%s", body)
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -134,8 +134,17 @@ func TestReplicaKilledClientSeesNothingThenRestoredOnANewNode(t *testing.T) {
 	c := startCluster(t, options{nodes: 3})
 	files := c.uploadRandom(12, 16<<10)
 	victim := localcluster.NodeName(2)
+	// The client reads the files the victim holds a replica of, not the
+	// primary copy.
+	var replicaOnly []stored
+	for _, f := range files {
+		if f.res.PrimaryNode != victim {
+			replicaOnly = append(replicaOnly, f)
+		}
+	}
+	require.NotEmpty(t, replicaOnly)
 
-	readers := c.startReaders(2, files)
+	readers := c.startReaders(2, replicaOnly)
 	require.NoError(t, c.lc.KillNode(victim))
 	c.waitEvicted(victim)
 	// With three nodes every file had a copy on the victim and has nowhere
@@ -225,6 +234,7 @@ func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
 	files := c.uploadRandom(2, 64<<10)
 
 	t.Run("on download", func(t *testing.T) {
+		c := c.with(t)
 		f := files[0]
 		bad := f.res.PrimaryNode
 		path := blobPath(c.lc.DataDir(bad), f.res.FileID)
@@ -244,6 +254,7 @@ func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
 	})
 
 	t.Run("on verify", func(t *testing.T) {
+		c := c.with(t)
 		f := files[1]
 		bad := f.res.Replicas[0]
 		path := blobPath(c.lc.DataDir(bad), f.res.FileID)

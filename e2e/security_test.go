@@ -146,6 +146,7 @@ func TestHostileRequestsAreRefusedOnEveryRoute(t *testing.T) {
 	coord := c.lc.CoordinatorURL()
 
 	t.Run("ids on the coordinator's routes", func(t *testing.T) {
+		c := c.with(t)
 		routes := []struct{ method, pattern string }{
 			{"GET", "/api/files/%s"}, {"GET", "/api/files/%s/metadata"}, {"DELETE", "/api/files/%s"},
 			{"POST", "/api/files/%s/verify"}, {"GET", "/api/nodes/%s"}, {"DELETE", "/api/nodes/%s"},
@@ -172,6 +173,7 @@ func TestHostileRequestsAreRefusedOnEveryRoute(t *testing.T) {
 	})
 
 	t.Run("ids on the nodes' routes", func(t *testing.T) {
+		c := c.with(t)
 		node := c.nodeURL("node-1")
 		body := []byte("evil")
 		put := http.Header{"Authorization": {"Bearer " + token}, wire.HeaderChecksum: {sha256Hex(body)}}
@@ -190,6 +192,7 @@ func TestHostileRequestsAreRefusedOnEveryRoute(t *testing.T) {
 	})
 
 	t.Run("internal calls need the cluster token", func(t *testing.T) {
+		c := c.with(t)
 		id := files[0].res.FileID
 		holder := files[0].res.PrimaryNode
 		node := c.nodeURL(holder)
@@ -373,6 +376,7 @@ func TestBadUploadBodiesLeaveNothingBehind(t *testing.T) {
 	full := multipartBody(boundary, "file", "f.bin", data)
 
 	t.Run("malformed and truncated", func(t *testing.T) {
+		c := c.with(t)
 		cases := []struct {
 			name   string
 			header http.Header
@@ -400,6 +404,7 @@ func TestBadUploadBodiesLeaveNothingBehind(t *testing.T) {
 	})
 
 	t.Run("sizes at and over the limit", func(t *testing.T) {
+		c := c.with(t)
 		at := c.mustUpload("at-limit.bin", randomBytes(limit))
 		c.mustRead(at)
 		_, err := c.upload("over-limit.bin", randomBytes(limit+1))
@@ -445,6 +450,7 @@ func TestBadUploadBodiesLeaveNothingBehind(t *testing.T) {
 	})
 
 	t.Run("client hangs up mid-body", func(t *testing.T) {
+		c := c.with(t)
 		before := len(c.files())
 		big := multipartBody(boundary, "file", "cut.bin", randomBytes(512<<10))
 		hangUp := func(head string, payload []byte) {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,9 +66,9 @@ func (c *cluster) rebalanceNow() map[string]any {
 	return rep
 }
 
-// redisHealth is the cluster health's view of Redis while it is down: the
-// cluster is never DOWN for it, and a coordinator that reports Redis says
-// it is down and the cluster DEGRADED.
+// requireRedisDown checks the cluster health's view of a Redis that is down:
+// the cluster is never DOWN for it, and a coordinator that reports Redis
+// says it is down and the cluster DEGRADED.
 func (c *cluster) requireRedisDown() {
 	c.t.Helper()
 	ctx, cancel := callCtx()
@@ -158,7 +159,7 @@ func TestPostgresDownFailsFastAndServiceResumesWithoutARestart(t *testing.T) {
 			{"list", func(ctx context.Context) error { _, err := c.api.List(ctx, 0, 20, nil); return err }},
 			{"download", func(ctx context.Context) error { _, _, err := c.download(ctx, f); return err }},
 			{"upload", func(ctx context.Context) error {
-				_, err := c.api.Upload(ctx, "x.bin", bytesReader(randomBytes(4096)), 4096, client.UploadOptions{})
+				_, err := c.api.Upload(ctx, "x.bin", bytes.NewReader(randomBytes(4096)), 4096, client.UploadOptions{})
 				return err
 			}},
 			{"delete", func(ctx context.Context) error { _, err := c.api.Delete(ctx, f); return err }},
