@@ -23,7 +23,9 @@ import (
 
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/redisx/redistest"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/testenv/pgtest"
 )
 
 // ringOf is the ring the coordinator builds for these nodes at the default
@@ -287,7 +289,26 @@ func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
 
 func TestCoordinatorKilledMidUploadLeavesNoOrphans(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, options{nodes: 3})
+	stores := []struct {
+		name string
+		env  func(t *testing.T) []string
+	}{
+		{"embedded store", func(*testing.T) []string { return nil }},
+		// Production's shape: its leases in Redis outlive the killed
+		// coordinator and the restarted one must wait them out.
+		{"postgres and redis", func(t *testing.T) []string {
+			return []string{"DATABASE_URL=" + pgtest.Start(t).URL(), "REDIS_URL=" + redistest.Start(t).URL()}
+		}},
+	}
+	for _, store := range stores {
+		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
+			coordinatorKilledMidUpload(t, startCluster(t, options{nodes: 3, coordEnv: store.env(t)}))
+		})
+	}
+}
+
+func coordinatorKilledMidUpload(t *testing.T, c *cluster) {
 	all := c.lc.Nodes()
 
 	var (
