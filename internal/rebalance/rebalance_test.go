@@ -1,0 +1,113 @@
+package rebalance
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/reconcile"
+	"github.com/dfs-project/dfs/internal/ring"
+)
+
+// recordingStore answers the three queries rebalancing may use and records
+// which were asked.
+type recordingStore struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *recordingStore) record(c string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, c)
+}
+
+func (s *recordingStore) FileIDsOnNode(_ context.Context, node string) ([]string, error) {
+	s.record("on-node " + node)
+	return []string{"a", "b"}, nil
+}
+
+func (s *recordingStore) FileIDsInRanges(_ context.Context, r []meta.PositionRange) ([]string, error) {
+	s.record("in-ranges")
+	return []string{"b", "c"}, nil
+}
+
+func (s *recordingStore) ListFiles(context.Context, meta.FileQuery) ([]meta.File, int, error) {
+	s.record("scan")
+	return []meta.File{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}, 4, nil
+}
+
+type countingReconciler struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (c *countingReconciler) Reconcile(_ context.Context, id string) (reconcile.Outcome, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, id)
+	return reconcile.Outcome{FileID: id, Changed: id == "a", CopiesCreated: 1}, nil
+}
+
+func TestEachTriggerVisitsOnlyItsFiles(t *testing.T) {
+	rg := ring.New(100, "n1", "n2", "n3", "n4")
+	cases := []struct {
+		trigger Trigger
+		calls   []string
+		files   []string
+	}{
+		// A departure uses the indexed per-node query, never a scan.
+		{Failed, []string{"on-node n2"}, []string{"a", "b"}},
+		{Deregistered, []string{"on-node n2"}, []string{"a", "b"}},
+		// A join uses ring ranges.
+		{Joined, []string{"in-ranges"}, []string{"b", "c"}},
+		// A recovery does both, each file once.
+		{Recovered, []string{"on-node n2", "in-ranges"}, []string{"a", "b", "c"}},
+		// Only a manual run scans.
+		{Manual, []string{"scan"}, []string{"a", "b", "c", "d"}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.trigger), func(t *testing.T) {
+			st := &recordingStore{}
+			rec := &countingReconciler{}
+			var reports []Report
+			b := New(Options{Store: st, Reconciler: rec, Ring: func() *ring.Ring { return rg }, OnReport: func(r Report) { reports = append(reports, r) }})
+			rep, err := b.Run(context.Background(), c.trigger, "n2")
+			require.NoError(t, err)
+			require.Equal(t, c.calls, st.calls)
+			slices.Sort(rec.seen)
+			require.Equal(t, c.files, rec.seen)
+			require.Equal(t, len(c.files), rep.FilesScanned)
+			require.Equal(t, len(c.files), rep.CopiesCreated)
+			require.Equal(t, len(c.files), rep.FilesAffected)
+			require.Len(t, reports, 1, "every run is reported")
+		})
+	}
+}
+
+func TestAJoinOfANodeOffTheRingVisitsNothing(t *testing.T) {
+	st := &recordingStore{}
+	b := New(Options{Store: st, Reconciler: &countingReconciler{}, Ring: func() *ring.Ring { return ring.New(100, "n1") }})
+	rep, err := b.Run(context.Background(), Joined, "n9")
+	require.NoError(t, err)
+	require.Zero(t, rep.FilesScanned)
+	require.Empty(t, st.calls)
+}
+
+func TestRunSkipsWhenAnotherHoldsTheLease(t *testing.T) {
+	st := &recordingStore{}
+	b := New(Options{Store: st, Reconciler: &countingReconciler{}, Ring: func() *ring.Ring { return ring.New(100, "n1") },
+		Lock: func(ctx context.Context, name string, _ time.Duration) (context.Context, func(), bool) {
+			require.Equal(t, "rebalance:MANUAL:", name)
+			return ctx, func() {}, false
+		}})
+	rep, err := b.Run(context.Background(), Manual, "")
+	require.NoError(t, err)
+	require.True(t, rep.Skipped)
+	require.Empty(t, st.calls, "a skipped run reads nothing")
+}
