@@ -415,11 +415,12 @@ func TestReadyFailsWhenTheDataDirectoryGoes(t *testing.T) {
 }
 
 // stallingReader yields data and then either fails with err or, when err
-// is nil, blocks until released.
+// is nil, stalls until ctx ends, like an upstream body tied to the same
+// request.
 type stallingReader struct {
-	data    []byte
-	err     error
-	release chan struct{}
+	data []byte
+	err  error
+	ctx  context.Context
 }
 
 func (s *stallingReader) Read(p []byte) (int, error) {
@@ -431,8 +432,8 @@ func (s *stallingReader) Read(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	<-s.release
-	return 0, io.ErrUnexpectedEOF
+	<-s.ctx.Done()
+	return 0, s.ctx.Err()
 }
 
 // TestBodyStopsMidStream breaks uploads halfway: the node keeps neither a
@@ -452,10 +453,8 @@ func TestBodyStopsMidStream(t *testing.T) {
 	})
 	t.Run("caller cancels", func(t *testing.T) {
 		id := uuid.NewString()
-		release := make(chan struct{})
-		defer close(release)
 		ctx, cancel := context.WithCancel(context.Background())
-		r := &stallingReader{data: data[:1<<20], release: release}
+		r := &stallingReader{data: data[:1<<20], ctx: ctx}
 		done := make(chan error, 1)
 		go func() {
 			_, _, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), r)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,4 +168,49 @@ func TestStreamsOutliveTheTimeout(t *testing.T) {
 	require.NoError(t, err, "a slow upload is not cut off")
 	require.True(t, created)
 	require.Equal(t, int64(len(data)), info.Size)
+}
+
+// watchedReader yields size bytes, each Read after the first one slowly,
+// and records a Read still running after the test declared the call over.
+type watchedReader struct {
+	left     int
+	reads    int
+	over     *atomic.Bool
+	lateRead *atomic.Bool
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	defer func() {
+		if w.over.Load() {
+			w.lateRead.Store(true)
+		}
+	}()
+	if w.left == 0 {
+		return 0, io.EOF
+	}
+	if w.reads++; w.reads > 1 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	n := min(len(p), w.left, 8<<10)
+	w.left -= n
+	return n, nil
+}
+
+// TestPutLetsGoOfTheBody has a node refuse a write while the transport is in
+// the middle of reading the body: the refusal reaches the caller, and Put
+// returns only once the transport is done with the caller's reader.
+func TestPutLetsGoOfTheBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteErrorCode(w, r, http.StatusConflict, httpx.CodeConflict, "held with another checksum")
+	}))
+	defer srv.Close()
+	c := nodeclient.New(nodeclient.Options{})
+	var over, late atomic.Bool
+	const size = 900 << 10 // below the Expect: 100-continue threshold: the body is sent at once
+	_, _, err := c.Put(context.Background(), srv.URL, "abcd", strings.Repeat("0", 64), size,
+		&watchedReader{left: size, over: &over, lateRead: &late})
+	over.Store(true)
+	requireKind(t, errs.Conflict, err)
+	time.Sleep(200 * time.Millisecond) // time for a Read in progress to finish
+	require.False(t, late.Load(), "the body was still being read after Put returned")
 }

@@ -305,7 +305,8 @@ func kindOfStatus(status int) errs.Kind {
 // Put streams size bytes of body to node as blob id, declaring checksum (the
 // SHA-256 of the bytes, hex). size < 0 means unknown (the body is sent
 // chunked). created reports whether the node wrote the blob (201) or
-// already held an intact copy with that checksum (200).
+// already held an intact copy with that checksum (200). When Put returns,
+// body is no longer read: the caller may reuse it at once.
 func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64, body io.Reader) (info blob.Info, created bool, err error) {
 	k := call{method: http.MethodPut, node: node, path: wire.BlobPath(id), op: "put " + id,
 		header: http.Header{wire.HeaderChecksum: {checksum}}, size: size}
@@ -316,27 +317,40 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	// The answer may rightly take a while after the body is sent (the node
 	// hashes and syncs it), but not forever: the wait starts when the body
 	// ends.
-	ctx, cancel := context.WithCancelCause(ctx)
+	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	wait := &answerTimer{d: c.verifyTimeout, fire: func() { cancel(errAnswerTimeout) }}
 	defer wait.stop()
-	k.body = &eofNotifier{r: body, onEOF: wait.start}
+	pb := &putBody{r: body, onEOF: wait.start, done: make(chan struct{})}
+	k.body = pb
 	if size == 0 {
 		wait.start()
 	}
-	req, err := c.newRequest(ctx, k)
+	req, err := c.newRequest(callCtx, k)
 	if err != nil {
 		return blob.Info{}, false, err
+	}
+	if req.Body == io.ReadCloser(pb) {
+		// Runs after the answer is read: stop any body write still going
+		// and wait until the transport has let go of the reader (or the
+		// caller gives up on a Read of theirs that does not return).
+		defer func() {
+			cancel(nil)
+			select {
+			case <-pb.done:
+			case <-ctx.Done():
+			}
+		}()
 	}
 	resp, err := c.hc.Do(req)
 	wait.stop()
 	if err != nil {
-		return blob.Info{}, false, unreachable(ctx, k, err)
+		return blob.Info{}, false, unreachable(callCtx, k, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return blob.Info{}, false, unreachable(ctx, k, err)
+		return blob.Info{}, false, unreachable(callCtx, k, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		return blob.Info{}, false, statusError(k, resp.StatusCode, b)
@@ -376,20 +390,71 @@ func (a *answerTimer) stop() {
 	}
 }
 
-// eofNotifier calls onEOF once, when the body it wraps is exhausted.
-type eofNotifier struct {
+// putBody hands the caller's reader to the transport and takes it back. The
+// transport may still be in a Read of a request body when the answer
+// arrives (a node that refuses early), and closes the body when it is done
+// with it; done is closed once the body is closed and no Read is running,
+// and Put waits for it, so once Put returns the reader is the caller's again
+// (to seek and send elsewhere, say). Close never waits for a Read: the
+// transport may call it from another goroutine while one is blocked. onEOF
+// runs once, when the reader is exhausted.
+type putBody struct {
 	r     io.Reader
 	onEOF func()
-	done  bool
+	done  chan struct{}
+
+	mu      sync.Mutex // guards the fields below; never held during a Read of r
+	reading bool
+	closed  bool
+	eof     bool
+	freed   bool
 }
 
-func (e *eofNotifier) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err == io.EOF && !e.done {
-		e.done = true
-		e.onEOF()
+var errBodyReturned = errors.New("body already returned to the caller")
+
+func (b *putBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, errBodyReturned
+	}
+	b.reading = true
+	b.mu.Unlock()
+
+	n, err := b.r.Read(p)
+
+	b.mu.Lock()
+	b.reading = false
+	if b.closed {
+		b.free()
+	}
+	firstEOF := err == io.EOF && !b.eof
+	if firstEOF {
+		b.eof = true
+	}
+	b.mu.Unlock()
+	if firstEOF {
+		b.onEOF()
 	}
 	return n, err
+}
+
+func (b *putBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if !b.reading {
+		b.free()
+	}
+	return nil
+}
+
+// free signals done; b.mu is held.
+func (b *putBody) free() {
+	if !b.freed {
+		b.freed = true
+		close(b.done)
+	}
 }
 
 // Get opens blob id on node, or the part rng names (nil: all of it). The
