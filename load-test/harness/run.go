@@ -47,8 +47,9 @@ type Options struct {
 	Keep bool
 	// Nodes is how many storage nodes the cluster starts with. Default 3.
 	Nodes int
-	// CoordinatorEnv and NodeEnv are appended to DefaultCoordinatorEnv and
-	// DefaultNodeEnv (a later KEY wins).
+	// CoordinatorEnv and NodeEnv are appended to DefaultCoordinatorEnv (and
+	// the plan's own settings, see SoakPlan.CoordinatorEnv) and to
+	// DefaultNodeEnv; a later KEY wins.
 	CoordinatorEnv, NodeEnv []string
 	// Redis starts a private redis-server and gives its URL to the
 	// coordinator; it fails the run when redis-server is not on PATH.
@@ -78,6 +79,13 @@ type Options struct {
 type Plan interface {
 	Describe() string
 	Run(stop context.Context, env *Env)
+}
+
+// coordinatorEnver is a Plan that needs coordinator settings of its own;
+// they come after DefaultCoordinatorEnv and before Options.CoordinatorEnv,
+// which can still override them.
+type coordinatorEnver interface {
+	CoordinatorEnv() []string
 }
 
 // Env is what a Plan acts on.
@@ -175,7 +183,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				return nil, err
 			}
 		}
-		coordEnv := append(slices.Clone(DefaultCoordinatorEnv), opts.CoordinatorEnv...)
+		coordEnv := slices.Clone(DefaultCoordinatorEnv)
+		if p, ok := opts.Plan.(coordinatorEnver); ok {
+			coordEnv = append(coordEnv, p.CoordinatorEnv()...)
+		}
+		coordEnv = append(coordEnv, opts.CoordinatorEnv...)
 		if opts.Redis {
 			r, err := StartRedis(ctx, filepath.Join(dataDir, "redis"))
 			if err != nil {

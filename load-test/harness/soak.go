@@ -31,7 +31,18 @@ type SoakPlan struct {
 	RF int
 }
 
-var _ Plan = SoakPlan{}
+var (
+	_ Plan             = SoakPlan{}
+	_ coordinatorEnver = SoakPlan{}
+)
+
+// CoordinatorEnv bounds DRAIN_TIMEOUT (product default 5m) by the run's
+// length — a quarter of it, at least 30s — so that the leave, which waits
+// for its drain, cannot hold the soak long past its end; a drain cut short
+// is noted in the report and its leftovers are the repair loop's.
+func (p SoakPlan) CoordinatorEnv() []string {
+	return []string{"DRAIN_TIMEOUT=" + max(30*time.Second, p.Duration/4).String()}
+}
 
 // Fractions of the run at which the fixed faults are due.
 const (
@@ -216,6 +227,11 @@ func (p SoakPlan) leave(stop context.Context, env *Env) {
 		if run := res.Drain.Run; run != nil {
 			note += fmt.Sprintf(" (its run: %d files scanned, %d affected, %d copies created, %d removed, %d failures, %d ms)",
 				run.FilesScanned, run.FilesAffected, run.CopiesCreated, run.CopiesRemoved, run.Failures, run.DurationMs)
+		}
+		// PENDING rows left by uploads the coordinator's kill interrupted
+		// are a known cause; say how many there are.
+		if l, err := env.Client.List(ctx, 0, 1, []client.FileStatus{client.FilePending}); err == nil {
+			note += fmt.Sprintf("; the cluster holds %d PENDING files", l.Total)
 		}
 		env.Note(note)
 		env.Logf("soak: %s left with %d files not drained", name, res.Drain.FilesRemaining)
