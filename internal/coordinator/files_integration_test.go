@@ -440,3 +440,19 @@ func TestVerifyRebuildsCorruptAndMissingCopies(t *testing.T) {
 		}
 	})
 }
+
+func TestRequestIDReachesTheNodes(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, nil)
+	resp := h.uploadRaw("f", []byte("traced"), "X-Request-Id", "trace-abc-123")
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, "trace-abc-123", resp.Header.Get("X-Request-Id"))
+	for id, n := range h.nodes {
+		found := false
+		for _, rec := range n.Logs("http request") {
+			if rec["request_id"] == "trace-abc-123" && rec["method"] == http.MethodPut {
+				found = true
+			}
+		}
+		require.True(t, found, "%s logged the coordinator's request id on its write", id)
+	}
+}

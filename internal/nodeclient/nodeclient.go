@@ -107,18 +107,15 @@ func New(opts Options) *Client {
 	}
 }
 
-type requestIDKey struct{}
-
-// WithRequestID returns a context whose calls carry id as X-Request-Id.
+// WithRequestID returns a context whose calls carry id as X-Request-Id. It
+// is the same context value the HTTP edge sets (httpx.RequestID), so a
+// coordinator request's id reaches the nodes without further wiring.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return httpx.WithRequestID(ctx, id)
 }
 
-// RequestIDFrom returns the request id WithRequestID put in ctx, or "".
-func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
+// RequestIDFrom returns the request id in ctx, or "".
+func RequestIDFrom(ctx context.Context) string { return httpx.RequestIDFrom(ctx) }
 
 // StatusError is a node's error answer.
 type StatusError struct {
