@@ -168,7 +168,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		rep.DataDir = dataDir
 		cleanup = append(cleanup, func() {
-			if removeData && !opts.Keep && rep.OK() {
+			// The logs of a run that found something wrong are kept for
+			// the post-mortem; an interrupted run found nothing.
+			if removeData && !opts.Keep && (rep.OK() || ctx.Err() != nil) {
 				_ = os.RemoveAll(dataDir)
 				rep.DataDir = ""
 				return
@@ -248,6 +250,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	wg.Wait()
 	cancel()
 	trafficSnap := rec.Snapshot()
+	if err := ctx.Err(); err != nil {
+		return nil, errs.Wrap(errs.Other, err, "interrupted after %s", trafficSnap.Elapsed.Round(time.Millisecond))
+	}
 	logf("traffic stopped after %s: %d files acknowledged", trafficSnap.Elapsed.Round(time.Millisecond), led.Len())
 
 	if cl != nil {
