@@ -162,63 +162,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Mode = "existing cluster at " + opts.URL + " (no faults)"
 		opts.Plan = nil
 	} else {
-		dataDir, removeData, err := prepareDataDir(opts.DataDir)
+		var err error
+		cl, redis, err = startLocal(ctx, opts, rep, logf, &cleanup)
 		if err != nil {
 			return nil, err
 		}
-		rep.DataDir = dataDir
-		cleanup = append(cleanup, func() {
-			// The logs of a run that found something wrong are kept for
-			// the post-mortem; an interrupted run found nothing.
-			if removeData && !opts.Keep && (rep.OK() || ctx.Err() != nil) {
-				_ = os.RemoveAll(dataDir)
-				rep.DataDir = ""
-				return
-			}
-			logf("cluster data and logs kept in %s", dataDir)
-		})
-		binDir := opts.BinDir
-		if binDir == "" {
-			binDir = filepath.Join(dataDir, "bin")
-			logf("building coordinator and storage-node into %s", binDir)
-			if _, err := localcluster.Build(ctx, binDir); err != nil {
-				return nil, err
-			}
-		}
-		coordEnv := slices.Clone(DefaultCoordinatorEnv)
-		if p, ok := opts.Plan.(coordinatorEnver); ok {
-			coordEnv = append(coordEnv, p.CoordinatorEnv()...)
-		}
-		coordEnv = append(coordEnv, opts.CoordinatorEnv...)
-		if opts.Redis {
-			r, err := StartRedis(ctx, filepath.Join(dataDir, "redis"))
-			if err != nil {
-				return nil, err
-			}
-			redis = r
-			cleanup = append(cleanup, r.Stop)
-			coordEnv = append(coordEnv, "REDIS_URL="+r.URL())
-			logf("redis-server at %s", r.URL())
-		}
-		nodeEnv := append(slices.Clone(DefaultNodeEnv), opts.NodeEnv...)
-		rep.CoordinatorEnv, rep.NodeEnv = coordEnv, nodeEnv
-		logf("starting coordinator and %d storage nodes", opts.Nodes)
-		c, err := localcluster.Start(ctx, localcluster.Options{
-			BinDir: binDir, DataDir: dataDir, Nodes: opts.Nodes,
-			CoordinatorEnv: coordEnv, NodeEnv: nodeEnv,
-			Logger: slog.New(slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			OnExit: func(name string, err error) { rep.addExit(name, err) },
-		})
-		if err != nil {
-			return nil, err
-		}
-		cl = c
-		cleanup = append(cleanup, func() {
-			if err := c.Stop(); err != nil {
-				logf("stopping the cluster: %v", err)
-			}
-		})
-		baseURL = c.CoordinatorURL()
+		baseURL = cl.CoordinatorURL()
 	}
 
 	cli, err := NewClient(baseURL, rep.Traffic.Workers+opts.Final.withDefaults().Concurrency)
@@ -275,6 +224,66 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	env.mu.Unlock()
 	rep.fill(rec.Snapshot(), trafficSnap.Elapsed, env.Events.Events(), files)
 	return rep, nil
+}
+
+// startLocal starts the run's own cluster (and Redis) in a data directory,
+// appending to cleanup what undoes each step, in order.
+func startLocal(ctx context.Context, opts Options, rep *Report, logf func(string, ...any), cleanup *[]func()) (*localcluster.Cluster, *Redis, error) {
+	dataDir, removeData, err := prepareDataDir(opts.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.DataDir = dataDir
+	*cleanup = append(*cleanup, func() {
+		// The logs of a run that found something wrong are kept for the
+		// post-mortem; an interrupted run found nothing.
+		if removeData && !opts.Keep && (rep.OK() || ctx.Err() != nil) {
+			_ = os.RemoveAll(dataDir)
+			rep.DataDir = ""
+			return
+		}
+		logf("cluster data and logs kept in %s", dataDir)
+	})
+	binDir := opts.BinDir
+	if binDir == "" {
+		binDir = filepath.Join(dataDir, "bin")
+		logf("building coordinator and storage-node into %s", binDir)
+		if _, err := localcluster.Build(ctx, binDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	coordEnv := slices.Clone(DefaultCoordinatorEnv)
+	if p, ok := opts.Plan.(coordinatorEnver); ok {
+		coordEnv = append(coordEnv, p.CoordinatorEnv()...)
+	}
+	coordEnv = append(coordEnv, opts.CoordinatorEnv...)
+	var redis *Redis
+	if opts.Redis {
+		if redis, err = StartRedis(ctx, filepath.Join(dataDir, "redis")); err != nil {
+			return nil, nil, err
+		}
+		*cleanup = append(*cleanup, redis.Stop)
+		coordEnv = append(coordEnv, "REDIS_URL="+redis.URL())
+		logf("redis-server at %s", redis.URL())
+	}
+	nodeEnv := append(slices.Clone(DefaultNodeEnv), opts.NodeEnv...)
+	rep.CoordinatorEnv, rep.NodeEnv = coordEnv, nodeEnv
+	logf("starting coordinator and %d storage nodes", opts.Nodes)
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		BinDir: binDir, DataDir: dataDir, Nodes: opts.Nodes,
+		CoordinatorEnv: coordEnv, NodeEnv: nodeEnv,
+		Logger: slog.New(slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		OnExit: func(name string, err error) { rep.addExit(name, err) },
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanup = append(*cleanup, func() {
+		if err := c.Stop(); err != nil {
+			logf("stopping the cluster: %v", err)
+		}
+	})
+	return c, redis, nil
 }
 
 func (o Options) withDefaults() Options {
