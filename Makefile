@@ -24,15 +24,16 @@ run: build ## start a local cluster (coordinator + 3 storage nodes, embedded met
 test: ## run every test (needs PostgreSQL and Redis; see README)
 	$(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./...
 
-bench: ## run the Go benchmarks
+bench: ## the Go benchmarks, then the cluster benchmark (bench-cluster)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(MAKE) bench-cluster
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-clean: ## remove build output and local cluster data
-	rm -rf $(BIN) data
+clean: ## remove build output, local cluster data and benchmark results
+	rm -rf $(BIN) data bench
 
 # The load-test targets: the chaos soak and the cluster benchmark (load-test/README.md).
 DURATION    ?= 5m

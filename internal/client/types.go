@@ -180,6 +180,7 @@ type DeregisterResult struct {
 type DrainReport struct {
 	Node           string           `json:"node"`
 	FilesRemaining int              `json:"filesRemaining"`
+	PendingUploads int              `json:"pendingUploads,omitempty"`
 	Complete       bool             `json:"complete"`
 	Run            *RebalanceReport `json:"run,omitempty"`
 }

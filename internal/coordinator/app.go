@@ -270,10 +270,32 @@ func (a *App) rebalanceFor(ctx context.Context, e membership.Event) {
 	if !ok || !a.cfg.RebalanceOnMembershipChange {
 		return
 	}
-	if _, err := a.rebalancer.Run(ctx, t, e.Node.ID); err != nil && ctx.Err() == nil {
-		a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
+	// A run skipped for want of its lease is tried again for two lease
+	// lifetimes: the holder may be another coordinator doing the same work
+	// (then the retry finds nothing to do), or leases may be settling after
+	// Redis restarted, and the change must not wait for the repair loop.
+	deadline := time.Now().Add(2 * a.cfg.LeaseTTL)
+	for {
+		rep, err := a.rebalancer.Run(ctx, t, e.Node.ID)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
+			}
+			return
+		}
+		if !rep.Skipped || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(skippedRetry):
+		}
 	}
 }
+
+// skippedRetry is the pause before a skipped membership rebalance is retried.
+const skippedRetry = time.Second
 
 // idle reports whether no membership-triggered rebalance is queued or running.
 func (a *App) idle() bool { return a.pending.Load() == 0 }

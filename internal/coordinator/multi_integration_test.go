@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -196,4 +197,49 @@ func TestWaitingDrainOutlastsAFileHeldByAnotherRun(t *testing.T) {
 	require.True(t, dr.Drain.Complete)
 	require.Zero(t, dr.Drain.FilesRemaining)
 	require.False(t, h.holds("node-2", onNode[0]), "the held file was drained once its lease lapsed")
+}
+
+func TestPendingUploadsDoNotHoldADrainUp(t *testing.T) {
+	h := newHarness(t, "sqlite", 4, map[string]string{"REBALANCE_ON_MEMBERSHIP_CHANGE": "false"})
+	h.upload("f", []byte("a real file"))
+	// An upload whose coordinator died planned a copy on node-2; it stays
+	// PENDING until PENDING_UPLOAD_TIMEOUT (15 minutes by default).
+	id := "00000000-0000-4000-8000-00000000beef"
+	rec := meta.FileRecord{File: meta.File{ID: id, Name: "x", ContentType: "application/octet-stream",
+		SizeBytes: 1, Checksum: sha([]byte("x")), Status: meta.FilePending, ReplicationFactor: 3,
+		RingPosition: ring.Position(id)},
+		Replicas: []meta.Replica{{NodeID: "node-2", Status: meta.ReplicaPending}}}
+	require.NoError(t, h.store().CreateFile(t.Context(), &rec))
+
+	resp := h.delete("/api/nodes/node-2?wait=true")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+	var dr struct {
+		Drain struct {
+			Complete       bool `json:"complete"`
+			FilesRemaining int  `json:"filesRemaining"`
+			PendingUploads int  `json:"pendingUploads"`
+		} `json:"drain"`
+	}
+	resp.json(t, &dr)
+	require.True(t, dr.Drain.Complete)
+	require.Zero(t, dr.Drain.FilesRemaining)
+	require.Equal(t, 1, dr.Drain.PendingUploads)
+}
+
+func TestSkippedMembershipRebalanceIsRetried(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, nil)
+	res := h.upload("f", []byte("retry me"))
+	// Someone holds the FAILED rebalance's lease for a second.
+	other := redisx.NewStoreLocker(h.store(), redisx.LockOptions{Owner: "another-coordinator", Grace: time.Second})
+	_, ok, err := other.TryLock(t.Context(), "rebalance:FAILED:node-1", time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	h.stopNode("node-1")
+	h.sweep(2)
+	// No repair pass runs (REPAIR_INTERVAL is an hour): only the retry can
+	// record node-1's copy as FAILED.
+	require.Eventually(t, func() bool {
+		return contains(h.metadata(res.FileID).copies("FAILED"), "node-1")
+	}, 10*time.Second, 50*time.Millisecond)
+	require.True(t, hasLog(h, "rebalance skipped"))
 }

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -57,8 +58,12 @@ type Report struct {
 
 // DrainReport tells how far a deregistered node's drain has come.
 type DrainReport struct {
-	Node           string  `json:"node"`
-	FilesRemaining int     `json:"filesRemaining"`
+	Node           string `json:"node"`
+	FilesRemaining int    `json:"filesRemaining"`
+	// PendingUploads counts uploads still in flight (or abandoned, until the
+	// repair loop settles them) with a copy planned on the node. They are
+	// not files yet, so they do not hold the drain up.
+	PendingUploads int     `json:"pendingUploads,omitempty"`
 	Complete       bool    `json:"complete"`
 	Run            *Report `json:"run,omitempty"`
 }
@@ -70,6 +75,7 @@ type Reconciler interface {
 
 // Store is the part of the metadata store rebalancing reads.
 type Store interface {
+	GetFile(ctx context.Context, id string) (meta.FileRecord, error)
 	FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error)
 	FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange) ([]string, error)
 	ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, int, error)
@@ -179,7 +185,8 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 	if b.o.Lock != nil {
 		work, release, ok := b.o.Lock(ctx, "rebalance:"+string(trigger)+":"+node, runLockTTL)
 		if !ok {
-			b.log.Info("rebalance skipped: another coordinator is running it", "trigger", trigger, "node", node)
+			b.log.Info("rebalance skipped: its lease is held by another coordinator, or leases are settling after a Redis change",
+				"trigger", trigger, "node", node)
 			return Report{Trigger: trigger, Node: node, UnrecoverableFiles: []string{}, Skipped: true}, nil
 		}
 		defer release()
@@ -255,13 +262,41 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 	return rep
 }
 
+// pendingCheckLimit bounds how many files with a copy on a draining node are
+// looked at one by one to set uploads in flight apart; with more left, the
+// drain is far from done anyway.
+const pendingCheckLimit = 1000
+
+// remaining lists the files with a copy on node that a drain must still
+// move, and counts the PENDING uploads among them, which reconciliation
+// leaves to their upload (or to the repair loop).
+func (b *Rebalancer) remaining(ctx context.Context, node string) (move []string, pending int, err error) {
+	ids, err := b.o.Store.FileIDsOnNode(ctx, node)
+	if err != nil || len(ids) > pendingCheckLimit {
+		return ids, 0, err
+	}
+	for _, id := range ids {
+		rec, err := b.o.Store.GetFile(ctx, id)
+		switch {
+		case errs.Is(err, errs.NotFound):
+		case err != nil:
+			return nil, 0, err
+		case rec.Status == meta.FilePending:
+			pending++
+		default:
+			move = append(move, id)
+		}
+	}
+	return move, pending, nil
+}
+
 // DrainProgress reports how many files still have a copy on node.
 func (b *Rebalancer) DrainProgress(ctx context.Context, node string) (DrainReport, error) {
-	ids, err := b.o.Store.FileIDsOnNode(ctx, node)
+	move, pending, err := b.remaining(ctx, node)
 	if err != nil {
 		return DrainReport{}, err
 	}
-	return DrainReport{Node: node, FilesRemaining: len(ids), Complete: len(ids) == 0}, nil
+	return DrainReport{Node: node, FilesRemaining: len(move), PendingUploads: pending, Complete: len(move) == 0}, nil
 }
 
 // Drain moves every file off a deregistered node now and reports what is
@@ -277,7 +312,7 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 	total := Report{Trigger: Deregistered, Node: node, UnrecoverableFiles: []string{}}
 	b.log.Info("drain started", "node", node)
 	for round := 0; ; round++ {
-		ids, err := b.AffectedFiles(ctx, Deregistered, node)
+		ids, _, err := b.remaining(ctx, node)
 		if err != nil {
 			return DrainReport{}, err
 		}

@@ -27,6 +27,10 @@ func (s *recordingStore) record(c string) {
 	s.calls = append(s.calls, c)
 }
 
+func (s *recordingStore) GetFile(_ context.Context, id string) (meta.FileRecord, error) {
+	return meta.FileRecord{File: meta.File{ID: id, Status: meta.FileActive}}, nil
+}
+
 func (s *recordingStore) FileIDsOnNode(_ context.Context, node string) ([]string, error) {
 	s.record("on-node " + node)
 	return []string{"a", "b"}, nil
