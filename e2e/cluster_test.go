@@ -579,25 +579,6 @@ func (c *cluster) startExtraNode(name string, env ...string) *extraNode {
 	return n
 }
 
-// goroutines reads go_goroutines from a process's Prometheus metrics.
-func (c *cluster) goroutines(base string) int {
-	c.t.Helper()
-	resp, err := c.http.Get(base + "/metrics")
-	require.NoError(c.t, err)
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			require.NoError(c.t, err)
-			return int(n)
-		}
-	}
-	c.t.Fatalf("no go_goroutines in %s/metrics", base)
-	return 0
-}
-
 func (c *cluster) ring() client.RingInfo {
 	c.t.Helper()
 	ctx, cancel := callCtx()

@@ -135,7 +135,8 @@ func (s *Server) Running() bool {
 }
 
 // Stop shuts the server down the way an operator would (SIGINT: a fast
-// shutdown that ends every session) and returns once it has exited.
+// shutdown that ends every session) and returns once it has exited, which
+// the postmaster does only after every backend.
 func (s *Server) Stop() {
 	s.t.Helper()
 	r := s.take("Stop")
@@ -146,7 +147,6 @@ func (s *Server) Stop() {
 		r.kill()
 		s.t.Fatalf("pgtest: the server did not stop within %v of SIGINT; killed it", stopTimeout)
 	}
-	r.awaitGroupGone()
 }
 
 // Kill crashes the server: SIGKILL to the postmaster and every backend at
@@ -208,11 +208,12 @@ func (s *Server) command(path string, args ...string) *exec.Cmd {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "TZ=UTC"}
 	cmd.Dir = s.root
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// A group of its own lets Kill reach the backends too, and lets
-		// the kernel end the postmaster if the test binary dies first. The
-		// death signal is tied to the thread that started the child; the Go
-		// runtime ends a thread only when a goroutine exits while locked
-		// to it, which this package never does.
+		// The kernel ends the postmaster if the test binary dies first
+		// (its backends follow on their own). The death signal is tied to
+		// the thread that started the child; the Go runtime ends a thread
+		// only when a goroutine exits while locked to it, which this
+		// package never does. A group of its own keeps a Ctrl-C at the
+		// terminal from reaching it.
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGKILL,
 		Credential: s.cred,
@@ -285,24 +286,88 @@ func (s *Server) exec(ctx context.Context, db, sql string) error {
 	return err
 }
 
-// kill sends SIGKILL to the whole process group and returns once the
-// postmaster is reaped and no backend is left.
+// kill crashes the server: the postmaster and every process it started die
+// by SIGKILL at once, and kill returns once none is left. Backends call
+// setsid, so the postmaster's process group does not hold them; they are
+// found as its children instead, with the postmaster stopped first so that
+// it cannot start another one meanwhile. This process adopts them when the
+// postmaster dies (see adoptOrphans) and reaps them, so that no zombie is
+// left to an init that may never reap it.
 func (r *run) kill() {
-	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	adoptOrphans()
+	pid := r.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	procs := children(pid)
+	for _, p := range append(procs, pid) {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
 	<-r.done
-	r.awaitGroupGone()
+	reap(procs)
 }
 
-// awaitGroupGone waits until no process of the run's group exists, so that a
-// restart never meets a backend of the previous run still holding shared
-// memory. Backends are the postmaster's children, reaped by init once it is
-// gone, which takes a moment.
-func (r *run) awaitGroupGone() {
-	pgid := r.cmd.Process.Pid
-	for deadline := time.Now().Add(stopTimeout); time.Now().Before(deadline); time.Sleep(pollInterval) {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-			return
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h).
+const prSetChildSubreaper = 36
+
+var subreaper sync.Once
+
+// adoptOrphans makes this process the one that inherits the orphans of its
+// descendants (a killed postmaster's backends) instead of init.
+func adoptOrphans() {
+	subreaper.Do(func() {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	})
+}
+
+// children returns the processes whose parent is pid, read from /proc.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
+		if _, ppid, ok := procStat(p); ok && ppid == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// procStat reads a process's state letter and parent from /proc/<pid>/stat.
+func procStat(pid int) (state byte, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) state ppid …", where comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 2 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return fields[0][0], ppid, err == nil
+}
+
+// reap waits until every process of procs has ended and reaps those this
+// process inherited.
+func reap(procs []int) {
+	left := slices.Clone(procs)
+	for deadline := time.Now().Add(stopTimeout); len(left) > 0 && time.Now().Before(deadline); time.Sleep(pollInterval) {
+		left = slices.DeleteFunc(left, func(p int) bool {
+			var ws syscall.WaitStatus
+			got, err := syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+			if got == p || err != nil {
+				// Reaped, or not ours to reap (then gone or a zombie of
+				// another parent: either way it holds nothing).
+				return true
+			}
+			return false
+		})
 	}
 }
 

@@ -48,12 +48,25 @@ func TestServerSurvivesStopAndKillWithItsData(t *testing.T) {
 		{"kill", s.Kill},
 	}
 	for _, f := range faults {
+		// A session open across the fault must end with it, as must its
+		// backend process.
+		open, err := pgx.Connect(ctx, s.URL())
+		require.NoError(t, err)
+		var backend int
+		require.NoError(t, open.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
+
 		f.fault()
 		require.False(t, s.Running(), f.name)
 		short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
-		_, err := query(short, s.URL(), `SELECT 'x'`)
-		cancelShort()
+		_, err = query(short, s.URL(), `SELECT 'x'`)
 		require.Error(t, err, "the server answers after %s", f.name)
+		_, err = open.Exec(short, `SELECT 1`)
+		require.Error(t, err, "a session outlived the %s server", f.name)
+		cancelShort()
+		open.Close(ctx)
+		if state, _, ok := procStat(backend); ok {
+			require.Equal(t, byte('Z'), state, "backend %d outlived the %s server", backend, f.name)
+		}
 
 		s.Restart()
 		require.True(t, s.Running())
