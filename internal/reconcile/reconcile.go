@@ -72,6 +72,29 @@ type Reconciler struct {
 	log     *slog.Logger
 	lock    LockFunc
 	lockTTL time.Duration
+
+	fullMu sync.Mutex
+	full   map[string]time.Time // nodes that answered a write with "no space", and when
+}
+
+// fullBackoff is how long a node that refused a copy for want of space is
+// passed over before it is asked again.
+const fullBackoff = time.Minute
+
+func (r *Reconciler) markFull(n string) {
+	r.fullMu.Lock()
+	defer r.fullMu.Unlock()
+	if r.full == nil {
+		r.full = map[string]time.Time{}
+	}
+	r.full[n] = time.Now()
+}
+
+func (r *Reconciler) recentlyFull(n string) bool {
+	r.fullMu.Lock()
+	defer r.fullMu.Unlock()
+	at, ok := r.full[n]
+	return ok && time.Since(at) < fullBackoff
 }
 
 // New returns a Reconciler.
@@ -173,27 +196,78 @@ func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
 
 	// CREATE: every desired node without a good copy gets one, copied from a
 	// node that has it. Destinations are recorded as PENDING first, so a
-	// crash mid-copy leaves a trace the next run resolves.
+	// crash mid-copy leaves a trace the next run resolves. A node that is
+	// full gives its place to the next node of the preference list, as an
+	// upload does: a full disk is not a dead node.
+	pref := rg.Preference(id, len(rg.Nodes()))
+	spare := len(desired) // the next node of pref that may stand in for a full one
+	// standIn gives desired[i]'s place to the next node of the preference
+	// list, observing it if it was not yet; false when no node is left.
+	standIn := func(i int) bool {
+		for spare < len(pref) && slices.Contains(desired, pref[spare]) {
+			spare++
+		}
+		if spare == len(pref) {
+			return false
+		}
+		stand := pref[spare]
+		spare++
+		r.log.Debug("node is full; the next node of the preference list takes its copy", "file", id, "full", desired[i], "node", stand)
+		desired[i] = stand
+		if !slices.Contains(nodes, stand) {
+			nodes = append(nodes, stand)
+			obs[stand] = r.observeOne(ctx, rec.File, stand)
+		}
+		return true
+	}
+	// Nodes found full a moment ago are not asked again until fullBackoff
+	// has passed: their stand-ins count in their place.
+	for i := range desired {
+		if needsCopy(obs[desired[i]]) && r.recentlyFull(desired[i]) {
+			standIn(i)
+		}
+	}
 	var missing []string
 	for _, n := range desired {
-		if obs[n] != present && obs[n] != offline && obs[n] != unreachable {
+		if needsCopy(obs[n]) {
 			missing = append(missing, n)
 		}
 	}
 	sources := r.sources(obs, desired, nodes)
+	var created []string
 	if len(missing) > 0 && len(sources) > 0 {
 		if err := r.markMoving(ctx, &rec, missing); err != nil {
 			return out, err
 		}
-		for _, n := range missing {
-			if err := r.copyTo(ctx, rec.File, n, sources, obs); err != nil {
-				out.Failures++
-				r.log.Warn("could not create copy", "file", id, "node", n, "err", err)
+		for i := 0; i < len(desired); i++ {
+			n := desired[i]
+			if !needsCopy(obs[n]) {
 				continue
 			}
-			obs[n] = present
-			out.CopiesCreated++
-			r.log.Info("created copy", "file", id, "node", n)
+			if _, planned := rec.Replica(n); !planned {
+				if err := r.markMoving(ctx, &rec, []string{n}); err != nil {
+					return out, err
+				}
+			}
+			err := r.copyTo(ctx, rec.File, n, sources, obs)
+			switch {
+			case err == nil:
+				obs[n] = present
+				created = append(created, n)
+				out.CopiesCreated++
+				r.log.Info("created copy", "file", id, "node", n)
+			case errs.Is(err, errs.NoSpace):
+				r.markFull(n)
+				if standIn(i) {
+					i-- // now try the stand-in
+					continue
+				}
+				out.Failures++
+				r.log.Warn("node is full and no other node can take its copy", "file", id, "node", n)
+			default:
+				out.Failures++
+				r.log.Warn("could not create copy", "file", id, "node", n, "err", err)
+			}
 		}
 	}
 
@@ -275,8 +349,8 @@ func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
 		return out, nil
 	}
 	if err := r.store.UpdateFile(ctx, &next); err != nil {
-		if errs.Is(err, errs.Conflict) && out.CopiesCreated > 0 {
-			r.undoIfDeleted(ctx, id, missing, obs)
+		if errs.Is(err, errs.Conflict) && len(created) > 0 {
+			r.undoIfDeleted(ctx, id, created, obs)
 		}
 		return out, err
 	}
@@ -304,17 +378,7 @@ func (r *Reconciler) observe(ctx context.Context, rec meta.FileRecord, nodes []s
 			continue
 		}
 		wg.Go(func() {
-			st := absent
-			info, err := r.nodes.Head(ctx, base, rec.ID)
-			switch {
-			case errs.Is(err, errs.NotFound):
-			case err != nil:
-				st = unreachable
-			case info.Checksum == rec.Checksum && info.Size == rec.SizeBytes:
-				st = present
-			default:
-				st = mismatch
-			}
+			st := r.head(ctx, rec.File, base)
 			mu.Lock()
 			obs[n] = st
 			mu.Unlock()
@@ -323,6 +387,34 @@ func (r *Reconciler) observe(ctx context.Context, rec meta.FileRecord, nodes []s
 	wg.Wait()
 	return obs
 }
+
+// observeOne asks one more node, as observe would.
+func (r *Reconciler) observeOne(ctx context.Context, f meta.File, n string) state {
+	base, ok := r.cluster.BaseURL(n)
+	if !ok || !(r.cluster.Ring().Has(n) || r.deregistered(n)) {
+		return offline
+	}
+	return r.head(ctx, f, base)
+}
+
+// head asks the node at base what it holds under the file's id.
+func (r *Reconciler) head(ctx context.Context, f meta.File, base string) state {
+	info, err := r.nodes.Head(ctx, base, f.ID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return absent
+	case err != nil:
+		return unreachable
+	case info.Checksum == f.Checksum && info.Size == f.SizeBytes:
+		return present
+	default:
+		return mismatch
+	}
+}
+
+// needsCopy reports whether a desired node in state st must be given a copy
+// now (a node that cannot be asked is left for a later run).
+func needsCopy(st state) bool { return st == absent || st == mismatch }
 
 func (r *Reconciler) deregistered(n string) bool {
 	st, ok := r.cluster.Status(n)
@@ -393,6 +485,9 @@ func (r *Reconciler) copyTo(ctx context.Context, f meta.File, dest string, sourc
 		obj.Body.Close()
 		if err == nil {
 			return nil
+		}
+		if errs.Is(err, errs.NoSpace) {
+			return err // the destination is full: no other source helps
 		}
 		errsSeen = append(errsSeen, src+"→"+dest+": "+err.Error())
 		if errs.Is(err, errs.Corrupt) && r.sourceCorrupt(ctx, f, src, sbase) {

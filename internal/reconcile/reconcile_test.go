@@ -392,3 +392,32 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+func TestFullNodeGivesItsPlaceToTheNextNode(t *testing.T) {
+	f := newFixture(t, "A", "B", "C", "D")
+	f.cluster.set("A", "B", "C", "D")
+	rg := ring.New(100, "A", "B", "C", "D")
+	rec := f.file([]byte("x"), "A") // placeholder to learn an id's list
+	pref := rg.Preference(rec.ID, 4)
+	full, spare := pref[2], pref[3]
+	// The file has its copies on the first two nodes; the third is full.
+	require.NoError(t, f.store.DeleteFile(context.Background(), rec.ID))
+	require.NoError(t, f.nodes.stores["A"].Remove(context.Background(), rec.ID))
+	rec = f.file([]byte("x"), pref[0], pref[1])
+	f.nodes.failPut[full] = errs.E(errs.NoSpace, "%s: capacity reached", full)
+
+	out := f.reconcile(rec.ID)
+	require.Zero(t, out.Failures)
+	require.Equal(t, 1, out.CopiesCreated)
+	require.Equal(t, meta.FileActive, out.Status)
+	require.True(t, f.nodes.holds(spare, rec.ID), "the next node of the preference list took the copy")
+	require.False(t, f.nodes.holds(full, rec.ID))
+	require.ElementsMatch(t, []string{pref[0], pref[1], spare}, activeNodes(f.get(rec.ID)))
+
+	// Still full: the next run finds the stand-in's copy and changes nothing.
+	f.nodes.takeOps()
+	out = f.reconcile(rec.ID)
+	require.Zero(t, out.Failures+out.CopiesCreated+out.CopiesRemoved)
+	require.False(t, out.Changed)
+	require.Equal(t, meta.FileActive, out.Status)
+}
