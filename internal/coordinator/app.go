@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: lock,
 	})
 	a.files, err = files.New(files.Options{
-		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: rec, Logger: log,
+		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: userReconciler{rec}, Logger: log,
 		ReplicationFactor: cfg.ReplicationFactor, MaxFileSize: cfg.MaxFileSize,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"), VerifyOnDownload: cfg.VerifyChecksumOnDownload,
 		DownloadBuffer: cfg.DownloadBufferSize, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		storeKind = "postgres"
 	}
 	a.handler = api.New(api.Options{
-		Files: a.files, Members: a.members, Rebalancer: a.rebalancer,
+		Files: a.files, Members: a.members, Rebalancer: patient{a.rebalancer, 2 * cfg.LeaseTTL},
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
 		Logger:      log,
@@ -270,32 +270,46 @@ func (a *App) rebalanceFor(ctx context.Context, e membership.Event) {
 	if !ok || !a.cfg.RebalanceOnMembershipChange {
 		return
 	}
-	// A run skipped for want of its lease is tried again for two lease
-	// lifetimes: the holder may be another coordinator doing the same work
-	// (then the retry finds nothing to do), or leases may be settling after
-	// Redis restarted, and the change must not wait for the repair loop.
-	deadline := time.Now().Add(2 * a.cfg.LeaseTTL)
+	if _, err := (patient{a.rebalancer, 2 * a.cfg.LeaseTTL}).Run(ctx, t, e.Node.ID); err != nil && ctx.Err() == nil {
+		a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
+	}
+}
+
+// userReconciler reconciles for a user's request without waiting for the
+// file's lease (see reconcile.Reconciler.ReconcileNow).
+type userReconciler struct{ r *reconcile.Reconciler }
+
+func (u userReconciler) Reconcile(ctx context.Context, id string) (reconcile.Outcome, error) {
+	return u.r.ReconcileNow(ctx, id)
+}
+
+// patient runs rebalances that, when skipped for want of their lease, are
+// tried again for a while: the holder may be another coordinator doing the
+// same work (then the retry finds nothing left), or leases may be settling
+// after Redis failed or restarted, and the work must not wait for the repair
+// loop or be refused to the admin who asked for it.
+type patient struct {
+	*rebalance.Rebalancer
+	wait time.Duration
+}
+
+// skippedRetry is the pause before a skipped rebalance is tried again.
+const skippedRetry = time.Second
+
+func (p patient) Run(ctx context.Context, t rebalance.Trigger, node string) (rebalance.Report, error) {
+	deadline := time.Now().Add(p.wait)
 	for {
-		rep, err := a.rebalancer.Run(ctx, t, e.Node.ID)
-		if err != nil {
-			if ctx.Err() == nil {
-				a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
-			}
-			return
-		}
-		if !rep.Skipped || time.Now().After(deadline) {
-			return
+		rep, err := p.Rebalancer.Run(ctx, t, node)
+		if err != nil || !rep.Skipped || time.Now().After(deadline) {
+			return rep, err
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return rep, nil
 		case <-time.After(skippedRetry):
 		}
 	}
 }
-
-// skippedRetry is the pause before a skipped membership rebalance is retried.
-const skippedRetry = time.Second
 
 // idle reports whether no membership-triggered rebalance is queued or running.
 func (a *App) idle() bool { return a.pending.Load() == 0 }

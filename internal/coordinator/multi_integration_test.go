@@ -140,7 +140,16 @@ func TestRedisCacheServesReadsAndLosingRedisChangesNoOutcome(t *testing.T) {
 	require.Equal(t, "DEGRADED", hr.Status)
 	require.Equal(t, "DOWN", hr.Redis.Status)
 	require.Equal(t, http.StatusOK, h.get("/health/ready").StatusCode, "readiness never depends on Redis")
-	d := h.delete("/api/files/" + res.FileID)
+	// A delete does not wait for leases: with every holder up it completes.
+	d := h.delete("/api/files/" + res2.FileID)
+	require.Equal(t, http.StatusNoContent, d.StatusCode, string(d.body))
+	// A manual rebalance waits out the leases' settling instead of skipping.
+	var rep struct {
+		Skipped bool `json:"skipped"`
+	}
+	h.post("/api/admin/rebalance", nil).json(t, &rep)
+	require.False(t, rep.Skipped)
+	d = h.delete("/api/files/" + res.FileID)
 	require.Contains(t, []int{http.StatusNoContent, http.StatusAccepted}, d.StatusCode, string(d.body))
 	h.stopNode("node-1")
 	h.sweep(2)

@@ -142,6 +142,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) 
 		defer release()
 		ctx = work
 	}
+	return r.ReconcileNow(ctx, id)
+}
+
+// ReconcileNow reconciles without taking the file's lease. It serves a
+// user's request (a delete, a verify), which must not be turned away while
+// leases are unavailable, for instance just after Redis failed: every
+// metadata write is optimistic and every copy idempotent, so overlapping a
+// leased run costs at most some duplicated work.
+func (r *Reconciler) ReconcileNow(ctx context.Context, id string) (Outcome, error) {
 	var lastErr error
 	for range maxAttempts {
 		out, err := r.once(ctx, id)
