@@ -299,6 +299,18 @@ func kindOfStatus(status int) errs.Kind {
 	return errs.Other
 }
 
+// answerWait is how long Put waits for the node's answer once the body is
+// sent. The node then syncs what it received, which takes longer for a
+// larger blob, so the wait grows by a second per 32 MiB from twice the call
+// timeout, up to VerifyTimeout; a node that takes longer than that (a
+// paused process, say) is not working, and the upload moves on.
+func (c *Client) answerWait(size int64) time.Duration {
+	if size < 0 {
+		return c.verifyTimeout
+	}
+	return min(c.verifyTimeout, 2*c.timeout+time.Duration(size>>25)*time.Second)
+}
+
 // Put streams size bytes of body to node as blob id, declaring checksum (the
 // SHA-256 of the bytes, hex). size < 0 means unknown (the body is sent
 // chunked). created reports whether the node wrote the blob (201) or
@@ -316,7 +328,7 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	// ends.
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wait := &answerTimer{d: c.verifyTimeout, fire: func() { cancel(errAnswerTimeout) }}
+	wait := &answerTimer{d: c.answerWait(size), fire: func() { cancel(errAnswerTimeout) }}
 	defer wait.stop()
 	pb := &putBody{r: body, onEOF: wait.start, done: make(chan struct{})}
 	k.body = pb
