@@ -194,10 +194,6 @@ func (h *heldLease) hold(ctx context.Context) bool {
 	return true
 }
 
-// lockFunc takes a lease. With keep set, the lease is renewed while the work
-// runs and the work's context ends if it is lost; release gives it back.
-type lockFunc func(ctx context.Context, name string, ttl time.Duration) (work context.Context, release func(), ok bool)
-
 // leaseFunc takes leases from locker, renewed while the work runs; the
 // work's context ends if a lease is lost, and release gives it back. No
 // lease lives longer than maxTTL between renewals, so a dead coordinator's
