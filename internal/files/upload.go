@@ -119,7 +119,7 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 	s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
 
 	stopTouch := s.keepAlive(ctx, id)
-	w := &uploadWrite{s: s, rec: &rec, sp: sp}
+	w := &uploadWrite{s: s, id: id, rec: &rec, sp: sp}
 	w.run(ctx, candidates)
 	stopTouch()
 
@@ -186,7 +186,8 @@ func (s *Service) keepAlive(ctx context.Context, id string) (stop func()) {
 type uploadWrite struct {
 	s   *Service
 	sp  *spooled
-	mu  sync.Mutex // guards rec.Replicas, results and next while replica writers run
+	id  string     // the file's id, read by writers without the lock
+	mu  sync.Mutex // guards rec (the store rewrites it on update), results and next while replica writers run
 	rec *meta.FileRecord
 
 	primary string
@@ -262,9 +263,9 @@ func (w *uploadWrite) write(ctx context.Context, n string) error {
 	if !ok {
 		return errs.E(errs.Unavailable, "node %s has no known address", n)
 	}
-	_, _, err := w.s.opt.Nodes.Put(ctx, base, w.rec.ID, w.sp.sum, w.sp.size, w.sp.reader())
+	_, _, err := w.s.opt.Nodes.Put(ctx, base, w.id, w.sp.sum, w.sp.size, w.sp.reader())
 	if err != nil {
-		w.s.log.Warn("copy write failed", "file", w.rec.ID, "node", n, "err", err)
+		w.s.log.Warn("copy write failed", "file", w.id, "node", n, "err", err)
 	}
 	return err
 }
@@ -275,7 +276,7 @@ func (w *uploadWrite) plan(ctx context.Context, n string) error {
 	if slices.ContainsFunc(w.rec.Replicas, func(r meta.Replica) bool { return r.NodeID == n }) {
 		return nil
 	}
-	w.rec.Replicas = append(w.rec.Replicas, meta.Replica{FileID: w.rec.ID, NodeID: n, Status: meta.ReplicaPending})
+	w.rec.Replicas = append(w.rec.Replicas, meta.Replica{FileID: w.id, NodeID: n, Status: meta.ReplicaPending})
 	if err := w.s.opt.Store.UpdateFile(ctx, w.rec); err != nil {
 		w.rec.Replicas = w.rec.Replicas[:len(w.rec.Replicas)-1]
 		return errs.Wrap(errs.KindOf(err), err, "record planned copy on %s", n)
