@@ -103,7 +103,7 @@ port_of() {
 port_busy() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 # probe URL: healthprobe's one-line answer; fails unless the status is 200.
-probe() { "$BIN_DIR/healthprobe" -timeout 2s "$1" 2>/dev/null; }
+probe() { "$BIN_DIR/healthprobe" -timeout 5s "$1" 2>/dev/null; }
 
 is_ready() { probe "http://$HOST:$1/health/ready" >/dev/null; }
 
