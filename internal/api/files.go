@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -120,9 +121,14 @@ func contentDisposition(name string) string {
 	return "attachment"
 }
 
+// copyBufs holds the buffers downloads stream through, so a small download
+// does not allocate a large buffer on every request.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
 func copyBody(w io.Writer, r io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
-	return io.CopyBuffer(w, r, buf)
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	return io.CopyBuffer(w, r, *buf)
 }
 
 // fileJSON is a file's metadata as the API shows it.
