@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -250,4 +252,39 @@ func TestResultsRoundTrip(t *testing.T) {
 	out, err := json.Marshal(f)
 	require.NoError(t, err)
 	require.JSONEq(t, raw, string(out))
+}
+
+// TestConcurrentCallsReuseConnections: the default transport keeps enough
+// idle connections that goroutines sharing a client do not open a new one
+// per request (the standard library keeps only two per host).
+func TestConcurrentCallsReuseConnections(t *testing.T) {
+	const workers, calls = 16, 200
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `[]`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, Options{})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range calls {
+				_, err := c.Nodes(t.Context())
+				require.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	// A request may dial while another connection is being returned, so a
+	// few more than one per caller can open; without reuse it is hundreds.
+	require.LessOrEqual(t, opened.Load(), int64(4*workers),
+		"connections opened for %d requests from %d goroutines", workers*calls, workers)
 }

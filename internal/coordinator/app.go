@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -333,6 +334,12 @@ func (a *App) Run(ctx context.Context) error {
 // Serve is Run on an existing listener.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	if a.cfg.PprofAddr != "" {
+		if _, err := debugserver.Start(bg, a.cfg.PprofAddr, a.log); err != nil {
+			stopBG()
+			return errors.Join(err, ln.Close(), a.store.Close())
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { a.members.Run(bg) })
 	wg.Go(func() { a.rebalanceOnEvents(bg) })

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
 )
 
@@ -38,6 +39,7 @@ type Config struct {
 	ClusterToken                string        // CLUSTER_TOKEN: empty = no internal auth
 	LogLevel                    string        // LOG_LEVEL
 	LogFormat                   string        // LOG_FORMAT
+	PprofAddr                   string        // PPROF_ADDR
 }
 
 // Addr is the listen address.
@@ -70,6 +72,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		ClusterToken:                l.String("CLUSTER_TOKEN", ""),
 		LogLevel:                    l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:                   l.OneOf("LOG_FORMAT", "text", "text", "json"),
+		PprofAddr:                   l.String("PPROF_ADDR", ""),
 	}
 	// The probe timeout defaults to a fraction of the interval so a sweep ends
 	// before the next one starts.
@@ -93,6 +96,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 			problems = append(problems, fmt.Errorf("REDIS_URL: must be a redis:// or rediss:// URL"))
 		}
+	}
+	if err := debugserver.ValidateAddr(c.PprofAddr); err != nil {
+		problems = append(problems, fmt.Errorf("PPROF_ADDR=%q: %v", c.PprofAddr, err))
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		problems = append(problems, errors.New("DATA_DIRECTORY: must not be empty"))

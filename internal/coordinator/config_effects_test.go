@@ -53,6 +53,40 @@ func TestServerPortAndHostAndDataDirectory(t *testing.T) {
 	require.DirExists(t, filepath.Join(dir, "spool"), "so does the upload spool")
 }
 
+func TestPprofAddrOpensProfilesOnTheirOwnListener(t *testing.T) {
+	api, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	pprofAddr := probe.Addr().String()
+	require.NoError(t, probe.Close())
+	cfg, err := LoadConfig(envconf.FromMap(map[string]string{"DATA_DIRECTORY": t.TempDir(), "PPROF_ADDR": pprofAddr}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	app, err := New(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- app.Serve(ctx, api) }()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 10*time.Millisecond)
+	resp, err := http.Get("http://" + api.Addr().String() + "/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "profiles are never served on the API port")
+	cancel()
+	require.NoError(t, <-done)
+	require.Eventually(t, func() bool {
+		_, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
+		return err != nil
+	}, 5*time.Second, 10*time.Millisecond, "the profiling listener closes with the coordinator")
+}
+
 func TestReplicationFactorAndVirtualNodes(t *testing.T) {
 	h := newHarness(t, "sqlite", 3, map[string]string{"REPLICATION_FACTOR": "2", "VIRTUAL_NODES": "10"})
 	res := h.upload("f", []byte("two copies"))

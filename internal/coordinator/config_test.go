@@ -34,7 +34,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		"VERIFY_CHECKSUM_ON_DOWNLOAD": "false", "DOWNLOAD_BUFFER_SIZE": "64KB",
 		"CACHE_ENABLED": "false", "CACHE_METADATA_TTL": "10s", "PENDING_UPLOAD_TIMEOUT": "1m",
 		"REPLICA_WRITE_CONCURRENCY": "8", "DRAIN_TIMEOUT": "1m", "LEASE_TTL": "5s", "CLUSTER_TOKEN": "t",
-		"LOG_LEVEL": "debug", "LOG_FORMAT": "json",
+		"LOG_LEVEL": "debug", "LOG_FORMAT": "json", "PPROF_ADDR": "127.0.0.1:6060",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, Config{
@@ -45,6 +45,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		RepairInterval: 30 * time.Second, VerifyChecksumOnDownload: false, DownloadBufferSize: 64 << 10,
 		CacheEnabled: false, CacheMetadataTTL: 10 * time.Second, PendingUploadTimeout: time.Minute,
 		ReplicaWriteConcurrency: 8, DrainTimeout: time.Minute, LeaseTTL: 5 * time.Second, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
+		PprofAddr: "127.0.0.1:6060",
 	}, c)
 	require.Equal(t, "127.0.0.1:9090", c.Addr())
 }
@@ -63,7 +64,7 @@ func TestConfigNamesEveryBadVariable(t *testing.T) {
 		"DOWNLOAD_BUFFER_SIZE": "1GB", "CACHE_ENABLED": "nope", "CACHE_METADATA_TTL": "forever",
 		"PENDING_UPLOAD_TIMEOUT": "0s", "REPLICA_WRITE_CONCURRENCY": "0", "DRAIN_TIMEOUT": "soon",
 		"DATABASE_URL": "mysql://x", "REDIS_URL": "http://x", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml",
-		"HEALTH_PROBE_TIMEOUT": "0", "LEASE_TTL": "x",
+		"HEALTH_PROBE_TIMEOUT": "0", "LEASE_TTL": "x", "PPROF_ADDR": "6060",
 	}
 	_, err := LoadConfig(envconf.FromMap(bad))
 	require.Error(t, err)

@@ -30,6 +30,8 @@ type benchCluster struct {
 	api     *client.Client
 	dropDB  func()
 	dataDir string
+	// pprofAddr is the coordinator's PPROF_ADDR with -pprof, else empty.
+	pprofAddr string
 }
 
 // startCluster starts a coordinator and nodes storage nodes under a new
@@ -46,6 +48,14 @@ func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra 
 		"HEALTH_CHECK_INTERVAL=1s",
 	}, extra...)
 	bc := &benchCluster{dataDir: dir, dropDB: func() {}}
+	if b.pprof {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		bc.pprofAddr = addr
+		env = append(env, "PPROF_ADDR="+addr)
+	}
 	if b.databaseURL != "" {
 		dbURL, drop, err := freshDatabase(ctx, b.databaseURL)
 		if err != nil {

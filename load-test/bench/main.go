@@ -44,6 +44,7 @@ type bench struct {
 	databaseURL string
 	logLevel    string
 	perf        bool
+	pprof       bool
 
 	runs         int
 	clients      int
@@ -96,6 +97,7 @@ func run(args []string) int {
 	fs.StringVar(&b.binDir, "bin", "", "directory with the coordinator and storage-node binaries (default: build them)")
 	fs.StringVar(&b.logLevel, "log-level", "warn", "LOG_LEVEL of every process (the product default is info: one line per request)")
 	fs.BoolVar(&b.perf, "perf", false, "profile the coordinator's CPU with perf during the first 4 KiB upload run")
+	fs.BoolVar(&b.pprof, "pprof", false, "fetch the coordinator's Go CPU and allocation profiles (PPROF_ADDR) over the first 4 KiB upload and download runs, into profiles/ beside the JSON")
 	fs.IntVar(&b.runs, "runs", 3, "runs of every measurement")
 	fs.IntVar(&b.clients, "clients", 32, "concurrent clients for the 4 KiB rates and the rebalance's uploads")
 	fs.DurationVar(&b.window, "window", 10*time.Second, "measured time of each rate run")

@@ -62,6 +62,10 @@ func (b *bench) small(ctx context.Context) error {
 		if run == 0 && b.perf {
 			perfDone = b.startPerf(ctx, bc.PID(localcluster.CoordinatorName), "coordinator-upload4k")
 		}
+		profDone := func() {}
+		if run == 0 {
+			profDone = b.startProfiles(ctx, bc, "coordinator-upload4k")
+		}
 		cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
 		r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
 			c := harness.Content{Seed: uint64(run)<<48 | uint64(w)<<32 | uint64(i), Size: size}
@@ -82,6 +86,7 @@ func (b *bench) small(ctx context.Context) error {
 		if perfDone != nil {
 			perfDone()
 		}
+		profDone()
 		b.loopFailures("4 KiB upload", r)
 		addRate(s, dfsUpload, r)
 		addCPU(s, "upload4k", cpu)
@@ -93,6 +98,10 @@ func (b *bench) small(ctx context.Context) error {
 		if len(pool) == 0 {
 			return fmt.Errorf("no 4 KiB upload succeeded: %v", r.firstErr)
 		}
+		profDone = func() {}
+		if run == 0 {
+			profDone = b.startProfiles(ctx, bc, "coordinator-download4k")
+		}
 		cpu = meterCPU(clusterPIDs(bc), b.warm, b.window)
 		r = closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
 			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -100,6 +109,7 @@ func (b *bench) small(ctx context.Context) error {
 			_, err := bc.api.Download(rctx, pool[rand.IntN(len(pool))], io.Discard, client.DownloadOptions{})
 			return err
 		})
+		profDone()
 		b.loopFailures("4 KiB download", r)
 		addRate(s, dfsDownload, r)
 		addCPU(s, "download4k", cpu)

@@ -41,11 +41,15 @@ func (r *fileRow) file() meta.File {
 // getRecord reads a file and its replicas in one statement, so the two are
 // one snapshot. where selects the file by the one argument.
 func (s *Store) getRecord(ctx context.Context, where string, arg any) (meta.FileRecord, bool, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+fileColumns+`,
+	stmt, err := s.readStmt(ctx, `SELECT `+fileColumns+`,
 			r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
 		FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
 		WHERE `+where+`
-		ORDER BY r.node_id`, arg)
+		ORDER BY r.node_id`)
+	if err != nil {
+		return meta.FileRecord{}, false, err
+	}
+	rows, err := stmt.QueryContext(ctx, arg)
 	if err != nil {
 		return meta.FileRecord{}, false, err
 	}

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
+	"sync"
 	"time"
 
 	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
@@ -44,6 +45,12 @@ const BusyTimeout = 5 * time.Second
 type Store struct {
 	write *sql.DB // one connection
 	read  *sql.DB // read-only connections
+
+	// stmts holds the prepared read statements of the hot paths, keyed by
+	// their text: parsing a query costs more than running it (a download's
+	// lookup spent most of its store time in sqlite3_prepare).
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -122,9 +129,35 @@ func migrate(ctx context.Context, path string, logger *slog.Logger) error {
 	return err
 }
 
-// Close closes both pools.
+// Close closes the prepared statements and both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.write.Close(), s.read.Close())
+	s.stmtMu.Lock()
+	var errList []error
+	for _, st := range s.stmts {
+		errList = append(errList, st.Close())
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
+	return errors.Join(append(errList, s.write.Close(), s.read.Close())...)
+}
+
+// readStmt returns query prepared on the read pool, preparing it on first
+// use. database/sql re-prepares it on each pooled connection as needed.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.read.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[query] = st
+	return st, nil
 }
 
 // Ping reports whether the database answers, on both pools.
