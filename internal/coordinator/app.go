@@ -114,6 +114,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		ReplicationFactor: cfg.ReplicationFactor, MaxFileSize: cfg.MaxFileSize,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"), VerifyOnDownload: cfg.VerifyChecksumOnDownload,
 		DownloadBuffer: cfg.DownloadBufferSize, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
+		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
 	})
 	if err != nil {

@@ -34,6 +34,8 @@ type Config struct {
 	CacheMetadataTTL            time.Duration // CACHE_METADATA_TTL
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
+	SpoolMemoryMax              int64         // SPOOL_MEMORY_MAX: largest upload held in memory rather than a spool file
+	SpoolMemoryLimit            int64         // SPOOL_MEMORY_LIMIT: memory all in-memory uploads may hold at once
 	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
 	LeaseTTL                    time.Duration // LEASE_TTL: life of a background-work lease between renewals
 	ClusterToken                string        // CLUSTER_TOKEN: empty = no internal auth
@@ -67,6 +69,8 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		CacheMetadataTTL:            l.Duration("CACHE_METADATA_TTL", 2*time.Minute),
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
+		SpoolMemoryMax:              l.Size("SPOOL_MEMORY_MAX", 256<<10),
+		SpoolMemoryLimit:            l.Size("SPOOL_MEMORY_LIMIT", 16<<20),
 		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),
 		LeaseTTL:                    l.Duration("LEASE_TTL", 20*time.Second),
 		ClusterToken:                l.String("CLUSTER_TOKEN", ""),
@@ -96,6 +100,12 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 			problems = append(problems, fmt.Errorf("REDIS_URL: must be a redis:// or rediss:// URL"))
 		}
+	}
+	if c.SpoolMemoryMax > 64<<20 {
+		problems = append(problems, fmt.Errorf("SPOOL_MEMORY_MAX=%d: at most 64MiB (larger uploads belong in the spool directory)", c.SpoolMemoryMax))
+	}
+	if c.SpoolMemoryMax > c.SpoolMemoryLimit {
+		problems = append(problems, fmt.Errorf("SPOOL_MEMORY_MAX=%d: larger than SPOOL_MEMORY_LIMIT=%d, so no upload could be held in memory", c.SpoolMemoryMax, c.SpoolMemoryLimit))
 	}
 	if err := debugserver.ValidateAddr(c.PprofAddr); err != nil {
 		problems = append(problems, fmt.Errorf("PPROF_ADDR=%q: %v", c.PprofAddr, err))

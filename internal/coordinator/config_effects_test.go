@@ -272,3 +272,25 @@ func TestMetricsFollowRealTraffic(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems, "the exposition after real traffic passes the Prometheus linter")
 }
+
+func TestSpoolMemoryMaxDecidesWhereUploadsWait(t *testing.T) {
+	for _, tc := range []struct {
+		env            map[string]string
+		memory, onDisk int
+	}{
+		{nil, 2, 1}, // the defaults: 256 KiB and less in memory
+		{map[string]string{"SPOOL_MEMORY_MAX": "0"}, 0, 3},
+		{map[string]string{"SPOOL_MEMORY_MAX": "100KiB"}, 1, 2},
+	} {
+		h := newHarness(t, "sqlite", 3, tc.env)
+		for _, size := range []int{1 << 10, 200 << 10, 300 << 10} {
+			data := payload(size, byte(size))
+			res := h.upload("f", data)
+			got := h.get("/api/files/" + res.FileID)
+			require.Equal(t, data, got.body, "the bytes are the same wherever they waited")
+		}
+		body := string(h.get("/metrics").body)
+		require.Contains(t, body, fmt.Sprintf(`dfs_upload_spool_total{where="memory"} %d`, tc.memory), "%v", tc.env)
+		require.Contains(t, body, fmt.Sprintf(`dfs_upload_spool_total{where="disk"} %d`, tc.onDisk), "%v", tc.env)
+	}
+}

@@ -31,6 +31,7 @@ type gateNodes struct {
 	inFlight atomic.Int32
 	maxSeen  atomic.Int32
 	fail     map[string]error
+	hold     map[string]chan struct{} // a Put to this node also waits on its channel
 }
 
 func newGateNodes(ids ...string) *gateNodes {
@@ -53,6 +54,9 @@ func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int
 	g.started <- base
 	if g.gate != nil {
 		<-g.gate
+	}
+	if h := g.hold[base]; h != nil {
+		<-h
 	}
 	if err := g.fail[base]; err != nil {
 		return blob.Info{}, false, err
@@ -120,8 +124,8 @@ func TestReplicaWritesAreBoundedAcrossUploads(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Primaries are written synchronously by each upload; replica writes
-	// share one slot, so at most one replica write runs beside the primaries.
+	// Each upload's first writer runs without a slot; the other copy writes
+	// share one slot, so at most one of them runs beside the six first ones.
 	require.LessOrEqual(t, int(nodes.maxSeen.Load()), 6+1)
 
 	one := newGateNodes(ids...)
@@ -132,12 +136,11 @@ func TestReplicaWritesAreBoundedAcrossUploads(t *testing.T) {
 		_, err := s1.Upload(context.Background(), UploadRequest{FileName: "f", Body: strings.NewReader("y")})
 		done <- err
 	}()
-	<-one.started // the primary
-	one.gate <- struct{}{}
-	<-one.started // the first replica holds the only slot
+	first, second := <-one.started, <-one.started // the slot-free writer and the one holding the slot
+	require.NotEqual(t, first, second)
 	select {
 	case n := <-one.started:
-		t.Fatalf("a second replica write (%s) started while the slot was taken", n)
+		t.Fatalf("a third copy write (%s) started while the only slot was taken", n)
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(one.gate)

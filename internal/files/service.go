@@ -57,6 +57,10 @@ type Options struct {
 	MaxFileSize       int64
 	// SpoolDir holds uploads while they are hashed and written to nodes.
 	SpoolDir string
+	// MemorySpoolMax is the largest upload held in memory instead of a spool
+	// file (0: every upload goes to SpoolDir); MemorySpoolLimit bounds the
+	// memory all such uploads hold at once, beyond which they go to disk.
+	MemorySpoolMax, MemorySpoolLimit int64
 	// VerifyOnDownload re-hashes every downloaded byte against the file's checksum.
 	VerifyOnDownload bool
 	// DownloadBuffer is the largest file that is read whole and verified
@@ -74,6 +78,8 @@ type Options struct {
 // Events is told about outcomes the service observes, for metrics.
 type Events interface {
 	Uploaded(status meta.FileStatus, bytes int64)
+	// Spooled says where an upload's body was held: memory or a spool file.
+	Spooled(inMemory bool)
 	Downloaded(servedBy string, failovers int, bytes int64)
 	ChecksumMismatch(nodeID string)
 	Deleted(complete bool)
@@ -83,6 +89,7 @@ type Events interface {
 type noEvents struct{}
 
 func (noEvents) Uploaded(meta.FileStatus, int64) {}
+func (noEvents) Spooled(bool)                    {}
 func (noEvents) Downloaded(string, int, int64)   {}
 func (noEvents) ChecksumMismatch(string)         {}
 func (noEvents) Deleted(bool)                    {}
@@ -93,6 +100,7 @@ type Service struct {
 	opt      Options
 	log      *slog.Logger
 	copySlot chan struct{} // a semaphore bounding replica writes
+	mem      *memorySpool
 }
 
 // New returns a Service, creating and emptying the spool directory (a spool
@@ -125,7 +133,13 @@ func New(o Options) (*Service, error) {
 	if err := os.MkdirAll(o.SpoolDir, 0o750); err != nil {
 		return nil, errs.Wrap(errs.Other, err, "create upload spool %s", filepath.Clean(o.SpoolDir))
 	}
-	return &Service{opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency)}, nil
+	if o.MemorySpoolMax < 0 || o.MemorySpoolLimit < 0 {
+		return nil, errs.E(errs.Invalid, "files: memory spool sizes must not be negative")
+	}
+	return &Service{
+		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
+		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
+	}, nil
 }
 
 // fileNotFound is the answer for a file that does not exist or is not visible.

@@ -2,12 +2,9 @@ package files
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"mime"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -72,8 +69,9 @@ func ResultOf(rec meta.FileRecord) UploadResult {
 }
 
 // Upload spools the body while hashing it, records a PENDING file, writes the
-// primary copy (failing over down the preference list) and the other copies
-// in parallel, and commits the outcome: ACTIVE with replication-factor copies,
+// copies in parallel (each failing over down the preference list; the
+// primary is the first node in ring order that took one), and commits the
+// outcome: ACTIVE with replication-factor copies,
 // DEGRADED with fewer (and the reason), or nothing at all when no node took
 // the bytes.
 func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, error) {
@@ -88,6 +86,7 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 		return UploadResult{}, err
 	}
 	defer sp.remove()
+	s.opt.Events.Spooled(sp.f == nil)
 
 	// From here on the work is the cluster's, not the client's: finish it even
 	// if the client goes away, so no upload is left half-recorded.
@@ -201,34 +200,39 @@ type writeResult struct {
 	err  error
 }
 
-// run writes the primary copy synchronously, trying each candidate in ring
-// order until one takes it, then the other copies in parallel.
+// run writes replication-factor copies at once, each writer starting on its
+// own node of the preference list and moving further down the list when a
+// write fails, so a dead node costs one failed attempt, not a round. The
+// primary is the first node in preference order that took a copy — the node
+// a primary-first, replicas-after write would have chosen — while the upload
+// waits for one write time instead of two. The first writer does not wait
+// for a copy slot, so an upload always makes progress however busy the
+// others keep REPLICA_WRITE_CONCURRENCY.
 func (w *uploadWrite) run(ctx context.Context, candidates []string) {
-	rf := w.s.opt.ReplicationFactor
-	for i, n := range candidates {
-		if err := w.write(ctx, n); err != nil {
-			w.results = append(w.results, writeResult{n, err})
-			continue
-		}
-		w.primary = n
-		w.results = append(w.results, writeResult{n, nil})
-		w.queue = candidates[i+1:]
-		break
-	}
-	if w.primary == "" {
-		return
-	}
-	workers := min(rf-1, len(w.queue))
+	w.queue = candidates
+	workers := min(w.s.opt.ReplicationFactor, len(candidates))
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() { w.replicaWorker(ctx) })
+	for i := range workers {
+		wg.Go(func() { w.writer(ctx, i > 0) })
 	}
 	wg.Wait()
+	took := map[string]bool{}
+	for _, r := range w.results {
+		if r.err == nil {
+			took[r.node] = true
+		}
+	}
+	for _, n := range candidates {
+		if took[n] {
+			w.primary = n
+			break
+		}
+	}
 }
 
-// replicaWorker places one copy: it takes the next candidate off the queue
-// and tries it, moving further down the preference list after a failure.
-func (w *uploadWrite) replicaWorker(ctx context.Context) {
+// writer places one copy: it takes the next candidate off the queue and
+// tries it, moving further down the preference list after a failure.
+func (w *uploadWrite) writer(ctx context.Context, needSlot bool) {
 	for {
 		w.mu.Lock()
 		if w.next >= len(w.queue) {
@@ -239,9 +243,13 @@ func (w *uploadWrite) replicaWorker(ctx context.Context) {
 		w.next++
 		w.mu.Unlock()
 
-		w.s.copySlot <- struct{}{}
+		if needSlot {
+			w.s.copySlot <- struct{}{}
+		}
 		err := w.write(ctx, n)
-		<-w.s.copySlot
+		if needSlot {
+			<-w.s.copySlot
+		}
 
 		w.mu.Lock()
 		w.results = append(w.results, writeResult{n, err})
@@ -338,49 +346,6 @@ func (w *uploadWrite) copies() int {
 
 func noHealthyNodes() error {
 	return &errs.Error{Kind: errs.Unavailable, Code: "NO_HEALTHY_NODES", Msg: "no storage node is on the ring"}
-}
-
-// spooled is an upload's bytes on local disk, with their size and SHA-256.
-type spooled struct {
-	f    *os.File
-	size int64
-	sum  string
-}
-
-func (sp *spooled) reader() io.Reader { return io.NewSectionReader(sp.f, 0, sp.size) }
-
-func (sp *spooled) remove() {
-	_ = sp.f.Close()
-	_ = os.Remove(sp.f.Name())
-}
-
-// spool copies body to a temporary file while hashing it, reading it once and
-// never holding it in memory. A body larger than MaxFileSize is cut off at
-// the limit and refused.
-func (s *Service) spool(body io.Reader) (*spooled, error) {
-	f, err := os.CreateTemp(s.opt.SpoolDir, "upload-*")
-	if err != nil {
-		return nil, errs.Wrap(errs.Other, err, "create upload spool file")
-	}
-	sp := &spooled{f: f}
-	h := sha256.New()
-	buf := getBuffer()
-	defer putBuffer(buf)
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(body, s.opt.MaxFileSize+1), *buf)
-	sp.size = n
-	switch {
-	case err != nil:
-		sp.remove()
-		if errs.KindOf(err) != errs.Other {
-			return nil, err
-		}
-		return nil, errs.Wrap(errs.Invalid, err, "read upload body")
-	case n > s.opt.MaxFileSize:
-		sp.remove()
-		return nil, errs.E(errs.TooLarge, "file exceeds the maximum size of %d bytes", s.opt.MaxFileSize)
-	}
-	sp.sum = hex.EncodeToString(h.Sum(nil))
-	return sp, nil
 }
 
 // ValidateFileID accepts only canonical lower-case UUID strings, the form

@@ -81,6 +81,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	c.ObserveHTTP("/api/files/{fileId}", http.MethodGet, http.StatusOK, 0.02)
 	c.ObserveHTTP("unmatched", http.MethodGet, http.StatusNotFound, 0.001)
 	c.Uploaded(meta.FileActive, 1024)
+	c.Spooled(true)
 	c.Downloaded("node-2", 1, 1024)
 	c.ChecksumMismatch("node-1")
 	c.Deleted(true)
@@ -98,7 +99,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	out := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	requireFamilies(t, out,
 		"dfs_http_requests_total", "dfs_http_request_duration_seconds",
-		"dfs_uploads_total", "dfs_upload_bytes_total",
+		"dfs_uploads_total", "dfs_upload_bytes_total", "dfs_upload_spool_total",
 		"dfs_downloads_total", "dfs_download_failovers_total", "dfs_download_bytes_total",
 		"dfs_deletes_total", "dfs_verifies_total", "dfs_checksum_mismatches_total",
 		"dfs_node_joins_total", "dfs_node_failures_total", "dfs_node_recoveries_total",

@@ -59,6 +59,7 @@ type Coordinator struct {
 
 	uploads         *prometheus.CounterVec
 	uploadBytes     prometheus.Counter
+	uploadSpool     *prometheus.CounterVec
 	downloads       *prometheus.CounterVec
 	failovers       prometheus.Counter
 	downloadBytes   prometheus.Counter
@@ -153,8 +154,10 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 			Buckets: httpBuckets,
 		}, []string{"route", "method"}),
 
-		uploads:       counterVec("dfs_uploads_total", "Completed uploads by the file's resulting status.", "status"),
-		uploadBytes:   counter("dfs_upload_bytes_total", "Bytes of files uploaded (counted once per file, not per copy)."),
+		uploads:     counterVec("dfs_uploads_total", "Completed uploads by the file's resulting status.", "status"),
+		uploadBytes: counter("dfs_upload_bytes_total", "Bytes of files uploaded (counted once per file, not per copy)."),
+		uploadSpool: counterVec("dfs_upload_spool_total",
+			"Upload bodies by where the coordinator held them while writing copies: memory (small bodies, within SPOOL_MEMORY_LIMIT) or disk.", "where"),
 		downloads:     counterVec("dfs_downloads_total", "Downloads by the storage node that served them.", "node"),
 		failovers:     counter("dfs_download_failovers_total", "Times a download moved on to the next holder because one failed."),
 		downloadBytes: counter("dfs_download_bytes_total", "Bytes of files sent to clients by downloads."),
@@ -191,7 +194,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 	}
 	reg.MustRegister(
 		c.requests, c.durations,
-		c.uploads, c.uploadBytes, c.downloads, c.failovers, c.downloadBytes,
+		c.uploads, c.uploadBytes, c.uploadSpool, c.downloads, c.failovers, c.downloadBytes,
 		c.deletes, c.verifies, c.mismatches,
 		c.nodeJoins, c.nodeFailures, c.nodeRecoveries, c.nodeDeregisters, c.nodeRejoins,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -202,6 +205,9 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 	)
 	for _, s := range uploadStatuses {
 		c.uploads.WithLabelValues(string(s))
+	}
+	for _, w := range []string{spoolMemory, spoolDisk} {
+		c.uploadSpool.WithLabelValues(w)
 	}
 	for _, o := range []string{deleteComplete, deletePending} {
 		c.deletes.WithLabelValues(o)
@@ -243,6 +249,21 @@ func (c *Coordinator) ObserveHTTP(route, method string, status int, seconds floa
 	}
 	c.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	c.durations.WithLabelValues(route, method).Observe(seconds)
+}
+
+// Label values of dfs_upload_spool_total.
+const (
+	spoolMemory = "memory"
+	spoolDisk   = "disk"
+)
+
+// Spooled records where an upload's body was held.
+func (c *Coordinator) Spooled(inMemory bool) {
+	if inMemory {
+		c.uploadSpool.WithLabelValues(spoolMemory).Inc()
+		return
+	}
+	c.uploadSpool.WithLabelValues(spoolDisk).Inc()
 }
 
 // Uploaded records a completed upload of a file of the given size.

@@ -300,6 +300,7 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 	_, reg := newCoordinator(t, metrics.Options{})
 	for name, want := range map[string]int{
 		"dfs_uploads_total":                  2, // ACTIVE, DEGRADED
+		"dfs_upload_spool_total":             2, // memory, disk
 		"dfs_deletes_total":                  2,
 		"dfs_verifies_total":                 2,
 		"dfs_rebalance_runs_total":           6,
