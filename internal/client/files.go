@@ -208,7 +208,9 @@ func (c *Client) Download(ctx context.Context, id string, w io.Writer, opts Down
 	if full {
 		sink = io.MultiWriter(dst, hash)
 	}
-	n, err := io.CopyBuffer(sink, resp.Body, make([]byte, copyBufferSize))
+	buf := copyBuffers.Get().(*[]byte)
+	n, err := io.CopyBuffer(sink, resp.Body, *buf)
+	copyBuffers.Put(buf)
 	info.Bytes = n
 	switch {
 	case dst.err != nil:
@@ -261,6 +263,10 @@ func downloadInfo(resp *http.Response) DownloadInfo {
 // copyBufferSize is the download's copy buffer: large enough that a
 // transfer of gigabytes is not dominated by system calls.
 const copyBufferSize = 256 << 10
+
+// copyBuffers are shared by downloads, so that one of a few kilobytes does
+// not allocate (and zero) a quarter of a megabyte.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
 
 // writeTracker remembers the destination's own failure, so that it is not
 // mistaken for a broken transfer.
