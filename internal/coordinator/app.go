@@ -23,6 +23,7 @@ import (
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/localcache"
 	"github.com/dfs-project/dfs/internal/meta/metastore"
 	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -80,6 +81,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 				TTL: cfg.CacheMetadataTTL, OnHit: a.metrics.CacheHit, OnMiss: a.metrics.CacheMiss,
 			})
 		}
+	}
+	if cfg.DatabaseURL == "" && cfg.LocalCacheEntries > 0 {
+		// The embedded store is this process's alone, so every write of a
+		// file record passes the cache; with PostgreSQL another coordinator
+		// could write behind its back.
+		a.store = localcache.New(a.store, localcache.Options{
+			Entries: cfg.LocalCacheEntries, Hits: a.metrics.LocalCacheHit, Misses: a.metrics.LocalCacheMiss,
+		})
 	}
 	lock := leaseFunc(locker, cfg.LeaseTTL, log)
 	store := a.store

@@ -34,6 +34,7 @@ type Config struct {
 	CacheMetadataTTL            time.Duration // CACHE_METADATA_TTL
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
+	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
 	SpoolMemoryMax              int64         // SPOOL_MEMORY_MAX: largest upload held in memory rather than a spool file
 	SpoolMemoryLimit            int64         // SPOOL_MEMORY_LIMIT: memory all in-memory uploads may hold at once
 	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
@@ -69,6 +70,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		CacheMetadataTTL:            l.Duration("CACHE_METADATA_TTL", 2*time.Minute),
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
+		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
 		SpoolMemoryMax:              l.Size("SPOOL_MEMORY_MAX", 256<<10),
 		SpoolMemoryLimit:            l.Size("SPOOL_MEMORY_LIMIT", 16<<20),
 		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),

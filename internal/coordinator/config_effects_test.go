@@ -294,3 +294,32 @@ func TestSpoolMemoryMaxDecidesWhereUploadsWait(t *testing.T) {
 		require.Contains(t, body, fmt.Sprintf(`dfs_upload_spool_total{where="disk"} %d`, tc.onDisk), "%v", tc.env)
 	}
 }
+
+func TestLocalCacheEntriesAnswersRepeatedLookupsFromMemory(t *testing.T) {
+	metric := func(h *harness, name string) string {
+		for line := range strings.SplitSeq(string(h.get("/metrics").body), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				return v
+			}
+		}
+		return "absent"
+	}
+	readTwice := func(h *harness) {
+		res := h.upload("f", []byte("cached"))
+		for range 2 {
+			require.Equal(t, "cached", string(h.get("/api/files/"+res.FileID).body))
+		}
+	}
+	on := newHarness(t, "sqlite", 3, nil)
+	readTwice(on)
+	require.NotEqual(t, "0", metric(on, "dfs_local_cache_hits_total"), "the second read came from memory")
+
+	off := newHarness(t, "sqlite", 3, map[string]string{"LOCAL_CACHE_ENTRIES": "0"})
+	readTwice(off)
+	require.Equal(t, "0", metric(off, "dfs_local_cache_hits_total"))
+	require.Equal(t, "0", metric(off, "dfs_local_cache_misses_total"), "no lookup passes a cache that is off")
+
+	pg := newHarness(t, "postgres", 3, nil)
+	readTwice(pg)
+	require.Equal(t, "0", metric(pg, "dfs_local_cache_misses_total"), "PostgreSQL, shared by coordinators, is never cached locally")
+}

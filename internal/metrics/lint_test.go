@@ -94,6 +94,8 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Repair, CopiesCreated: 1, DurationMs: 10})
 	c.CacheHit()
 	c.CacheMiss()
+	c.LocalCacheHit()
+	c.LocalCacheMiss()
 	c.RedisError("cache_get")
 
 	out := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -108,6 +110,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		"dfs_rebalance_runs_total", "dfs_rebalance_copies_created_total", "dfs_rebalance_copies_removed_total",
 		"dfs_rebalance_failures_total", "dfs_rebalance_duration_seconds",
 		"dfs_cache_hits_total", "dfs_cache_misses_total", "dfs_redis_errors_total",
+		"dfs_local_cache_hits_total", "dfs_local_cache_misses_total",
 		"go_goroutines", "process_cpu_seconds_total")
 	requireLintClean(t, out)
 }

@@ -81,6 +81,8 @@ type Coordinator struct {
 	cacheHits   prometheus.Counter
 	cacheMisses prometheus.Counter
 	redisErrors *prometheus.CounterVec
+
+	localHits, localMisses prometheus.Counter
 }
 
 var _ files.Events = (*Coordinator)(nil)
@@ -191,6 +193,10 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		cacheMisses: counter("dfs_cache_misses_total", "Metadata cache lookups that fell through to the metadata store."),
 		redisErrors: counterVec("dfs_redis_errors_total",
 			"Failed Redis calls by operation; each degrades to a cache miss or a process-local lock.", "op"),
+		localHits: counter("dfs_local_cache_hits_total",
+			"File metadata lookups answered by the coordinator's own memory (embedded store only, LOCAL_CACHE_ENTRIES)."),
+		localMisses: counter("dfs_local_cache_misses_total",
+			"File metadata lookups the coordinator's own memory could not answer."),
 	}
 	reg.MustRegister(
 		c.requests, c.durations,
@@ -201,7 +207,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 			Name: "dfs_ring_nodes", Help: "Storage nodes on the hash ring.",
 		}, c.ringNodes),
 		c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures, c.rebalanceDuration,
-		c.cacheHits, c.cacheMisses, c.redisErrors,
+		c.cacheHits, c.cacheMisses, c.redisErrors, c.localHits, c.localMisses,
 	)
 	for _, s := range uploadStatuses {
 		c.uploads.WithLabelValues(string(s))
@@ -344,6 +350,12 @@ func (c *Coordinator) CacheHit() { c.cacheHits.Inc() }
 
 // CacheMiss records a metadata lookup the cache could not answer.
 func (c *Coordinator) CacheMiss() { c.cacheMisses.Inc() }
+
+// LocalCacheHit records a lookup answered from the coordinator's memory.
+func (c *Coordinator) LocalCacheHit() { c.localHits.Inc() }
+
+// LocalCacheMiss records a lookup that memory could not answer.
+func (c *Coordinator) LocalCacheMiss() { c.localMisses.Inc() }
 
 // RedisError records a failed Redis call of operation op.
 func (c *Coordinator) RedisError(op string) {

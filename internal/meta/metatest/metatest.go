@@ -868,7 +868,9 @@ func testLeases(t *testing.T, s meta.Store) {
 
 func testLeaseExpiry(t *testing.T, s meta.Store) {
 	ctx := ctxT(t)
-	ok, err := s.AcquireLease(ctx, "rebalance", "coord-a", 50*time.Millisecond)
+	// Long enough that the refusal below comes before expiry on a loaded
+	// machine (the suite runs in parallel, under -race in CI).
+	ok, err := s.AcquireLease(ctx, "rebalance", "coord-a", time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = s.AcquireLease(ctx, "rebalance", "coord-b", time.Minute)
