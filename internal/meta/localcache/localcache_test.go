@@ -47,7 +47,7 @@ func newActiveFile(t *testing.T, s meta.Store, node string) *meta.FileRecord {
 	rec := &meta.FileRecord{File: meta.File{
 		ID: id, Name: "f", ContentType: "application/octet-stream", SizeBytes: 1,
 		Checksum: "0000000000000000000000000000000000000000000000000000000000000000",
-		Status: meta.FileActive, PrimaryNodeID: node, ReplicationFactor: 1, RingPosition: ring.Position(id),
+		Status:   meta.FileActive, PrimaryNodeID: node, ReplicationFactor: 1, RingPosition: ring.Position(id),
 	}, Replicas: []meta.Replica{{FileID: id, NodeID: node, Status: meta.ReplicaActive}}}
 	require.NoError(t, s.CreateFile(context.Background(), rec))
 	return rec
