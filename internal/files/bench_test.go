@@ -1,0 +1,81 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkUpload measures the coordinator's upload pipeline with in-memory
+// nodes: spooling and hashing, the PENDING insert and the final update in
+// the embedded store (fsync'd commits), and three copy writes. The nodes cost
+// next to nothing, so this is the coordinator's own share of an upload. Run
+// with -cpu to vary the concurrent uploads (RunParallel runs GOMAXPROCS×8).
+func BenchmarkUpload(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		for _, where := range []struct {
+			name string
+			max  int64
+		}{{"memory", 4 << 20}, {"spoolfile", 0}} {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, where.name), func(b *testing.B) {
+				ids := []string{"A", "B", "C"}
+				nodes := newGateNodes(ids...)
+				nodes.quiet = true
+				s, _ := newService(b, nodes, ids, func(o *Options) {
+					o.MaxFileSize = 1 << 30
+					o.MemorySpoolMax, o.MemorySpoolLimit = where.max, 64*where.max
+				})
+				data := bytes.Repeat([]byte("u"), size)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				b.SetParallelism(8)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := s.Upload(context.Background(), UploadRequest{FileName: "f", Body: bytes.NewReader(data)}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkDownload measures opening and reading a 4 KiB file whose copies
+// are in memory: the metadata lookup, holder ordering and full verification.
+func BenchmarkDownload(b *testing.B) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true
+	s, _ := newService(b, nodes, ids, nil)
+	data := bytes.Repeat([]byte("d"), 4<<10)
+	var files []string
+	for range 64 {
+		res, err := s.Upload(context.Background(), UploadRequest{FileName: "f", Body: bytes.NewReader(data)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, res.FileID)
+	}
+	s.opt.DownloadBuffer = 1 << 20
+	var i atomic.Int64
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			d, err := s.Open(context.Background(), files[i.Add(1)%int64(len(files))], "")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := io.Copy(io.Discard, d.Body); err != nil {
+				b.Error(err)
+			}
+			d.Body.Close()
+		}
+	})
+}
