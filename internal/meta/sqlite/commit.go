@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 )
 
@@ -33,6 +35,18 @@ const (
 	reqAbandoned              // the caller gave up; fn will never run
 )
 
+// panicked carries a panic in a member's fn, recovered by the committer so
+// that the other members and later writes go on, back to the caller's
+// goroutine, which panics with it.
+type panicked struct {
+	value any
+	stack []byte // where fn panicked, on the committer's goroutine
+}
+
+func (p *panicked) Error() string {
+	return fmt.Sprintf("panic in a write transaction: %v\n\n%s", p.value, p.stack)
+}
+
 // writeReq is one caller's write transaction, queued for the committer.
 type writeReq struct {
 	ctx   context.Context
@@ -56,6 +70,7 @@ type committer struct {
 	queue   chan *writeReq
 	closing chan struct{} // closed when Close begins
 	stopped chan struct{} // closed when the goroutine has returned
+	once    sync.Once     // closes closing
 
 	// Counted for tests and benchmarks: write transactions whose fn ran, and
 	// COMMITs issued.
@@ -107,7 +122,7 @@ func (c *committer) writeTx(ctx context.Context, op string, fn func(context.Cont
 	var cause error
 	select {
 	case err := <-r.done:
-		return err
+		return rethrow(err)
 	case <-ctx.Done():
 		cause = ctx.Err()
 	case <-c.closing:
@@ -117,17 +132,22 @@ func (c *committer) writeTx(ctx context.Context, op string, fn func(context.Cont
 		return fail(ctx, cause, op)
 	}
 	// The committer has claimed r: its answer is on the way.
-	return <-r.done
+	return rethrow(<-r.done)
+}
+
+// rethrow panics on the caller's goroutine if the caller's fn panicked on
+// the committer's, as it would have without the committer.
+func rethrow(err error) error {
+	if p, ok := errors.AsType[*panicked](err); ok {
+		panic(p)
+	}
+	return err
 }
 
 // close stops the committer. The batch under way, if any, finishes and its
 // members get their outcomes; callers still queued get errClosed.
 func (c *committer) close() {
-	select {
-	case <-c.closing:
-	default:
-		close(c.closing)
-	}
+	c.once.Do(func() { close(c.closing) })
 	<-c.stopped
 }
 
@@ -241,7 +261,7 @@ func runMember(ctx context.Context, tx *sql.Tx, r *writeReq) (fnErr, txErr error
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT `+savepoint); err != nil {
 		return nil, err
 	}
-	if fnErr = r.fn(context.WithoutCancel(r.ctx), tx); fnErr == nil {
+	if fnErr = callFn(r, tx); fnErr == nil {
 		_, txErr = tx.ExecContext(ctx, `RELEASE `+savepoint)
 		return nil, txErr
 	}
@@ -250,4 +270,14 @@ func runMember(ctx context.Context, tx *sql.Tx, r *writeReq) (fnErr, txErr error
 	}
 	_, txErr = tx.ExecContext(ctx, `RELEASE `+savepoint)
 	return fnErr, txErr
+}
+
+// callFn runs r's fn, turning a panic into a *panicked error.
+func callFn(r *writeReq, tx *sql.Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicked{value: v, stack: debug.Stack()}
+		}
+	}()
+	return r.fn(context.WithoutCancel(r.ctx), tx)
 }

@@ -500,3 +500,39 @@ func TestCanceledBeforeItsTurn(t *testing.T) {
 	require.Equal(t, errs.Unavailable, errs.KindOf(err))
 	require.False(t, ran)
 }
+
+// TestPanicInWriteReachesItsCaller: a write whose fn panics panics on its
+// caller's goroutine, as it would without the committer, and the committer
+// goes on: the rest of the batch commits and later writes work.
+func TestPanicInWriteReachesItsCaller(t *testing.T) {
+	s := storeWithNode(t)
+	ctx := context.Background()
+	release, held := hold(t, s)
+	other := newRec("other", "node-1")
+	otherRes := async(func() error { return s.CreateFile(ctx, other) })
+	recovered := make(chan any, 1)
+	go func() {
+		defer func() { recovered <- recover() }()
+		_ = s.writeTx(ctx, "panics", func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES ('panics', 'test', 0)`); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	waitQueued(t, s, 2)
+	release()
+	require.NoError(t, <-held)
+	require.NoError(t, <-otherRes)
+	requireStored(t, s, other)
+	p, ok := (<-recovered).(*panicked)
+	require.True(t, ok, "the caller panics with what its write panicked with")
+	require.Equal(t, "boom", p.value)
+	var n int
+	require.NoError(t, s.read.QueryRow(`SELECT count(*) FROM leases WHERE name = 'panics'`).Scan(&n))
+	require.Zero(t, n, "the panicking write was rolled back")
+
+	after := newRec("after", "node-1")
+	require.NoError(t, s.CreateFile(ctx, after))
+	requireStored(t, s, after)
+}

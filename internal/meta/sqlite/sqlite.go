@@ -8,7 +8,8 @@
 // WAL. Writes therefore go through a committer: one goroutine that owns the
 // only write connection, takes the write transactions queued at that moment
 // (up to MaxBatch, never waiting for more), and runs them in one IMMEDIATE
-// transaction, each inside a savepoint of its own, with one COMMIT for all.
+// transaction (it takes the write lock at BEGIN, so it never fails upgrading
+// a read lock), each inside a savepoint of its own, with one COMMIT for all.
 // A write whose statements fail is rolled back to its savepoint and fails
 // alone, with the error it would have had on its own; the others learn the
 // COMMIT's result only after it has returned, so no write is acknowledged
@@ -49,7 +50,7 @@ const BusyTimeout = 5 * time.Second
 
 // Store is the embedded metadata store. It is safe for concurrent use.
 type Store struct {
-	write *sql.DB // one connection, used by the committer alone
+	write *sql.DB // one connection; writes reach it only through the committer
 	read  *sql.DB // read-only connections
 	w     *committer
 }
