@@ -220,7 +220,11 @@ func (c *committer) run(batch []*writeReq) {
 			// for some I/O, full-disk and memory errors): nothing of the
 			// batch can be trusted to commit.
 			_ = tx.Rollback()
-			abort := fmt.Errorf("the transaction it shared with other writes was rolled back: %w", errors.Join(fnErr, txErr))
+			cause := txErr
+			if _, ok := fnErr.(*panicked); !ok && fnErr != nil {
+				cause = errors.Join(fnErr, txErr) // fnErr most likely broke it
+			}
+			abort := fmt.Errorf("the transaction it shared with other writes was rolled back: %w", cause)
 			if fnErr != nil {
 				r.answer(fnErr)
 			} else {
