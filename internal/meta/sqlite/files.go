@@ -142,6 +142,9 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	if err != nil {
 		return err
 	}
+	// fn filled in c (versions, replica ids); rec takes it only now that the
+	// COMMIT has succeeded, so a failed write, even one whose batch failed
+	// to commit after fn ran, leaves rec as it was.
 	*rec = c
 	return nil
 }
@@ -188,7 +191,7 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	if err != nil {
 		return err
 	}
-	*rec = c
+	*rec = c // only once committed, as in CreateFile
 	return nil
 }
 
