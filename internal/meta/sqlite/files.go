@@ -122,7 +122,7 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	}
 	c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), rules.Time(c.UpdatedAt)
 	c.Version = 1
-	err := s.writeTx(ctx, "create file "+c.ID, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, "create file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status,
 				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version)
 			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1)`,
@@ -146,6 +146,9 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	if err != nil {
 		return err
 	}
+	// fn filled in c (versions, replica ids); rec takes it only now that the
+	// COMMIT has succeeded, so a failed write, even one whose batch failed
+	// to commit after fn ran, leaves rec as it was.
 	*rec = c
 	return nil
 }
@@ -168,7 +171,7 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	}
 	c := rules.CloneRecord(rec)
 	t := rules.Now()
-	err := s.writeTx(ctx, "update file "+c.ID, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, "update file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, `UPDATE files
 			SET file_name = ?, content_type = ?, size_bytes = ?, checksum = NULLIF(?, ''), status = ?,
@@ -192,7 +195,7 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	if err != nil {
 		return err
 	}
-	*rec = c
+	*rec = c // only once committed, as in CreateFile
 	return nil
 }
 
@@ -249,17 +252,21 @@ func (s *Store) TouchFile(ctx context.Context, id string) error {
 	if !rules.CanonicalFileID(id) {
 		return rules.FileNotFound(id)
 	}
-	res, err := s.write.ExecContext(ctx, `UPDATE files SET updated_at = ? WHERE id = ?`, micros(rules.Now()), id)
-	if err != nil {
-		return fail(ctx, err, "touch file "+id)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	now := rules.Now()
+	return s.writeTx(ctx, "touch file "+id, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE files SET updated_at = ? WHERE id = ?`, micros(now), id)
 		if err != nil {
-			return fail(ctx, err, "touch file "+id)
+			return err
 		}
-		return rules.FileNotFound(id)
-	}
-	return nil
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return rules.FileNotFound(id)
+		}
+		return nil
+	})
 }
 
 // DeleteFile removes the file and, by cascade, its replicas.
@@ -267,8 +274,10 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	if !rules.CanonicalFileID(id) {
 		return nil
 	}
-	_, err := s.write.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
-	return fail(ctx, err, "delete file "+id)
+	return s.writeTx(ctx, "delete file "+id, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
+		return err
+	})
 }
 
 // placeholders returns "?, ?, …" with n marks, for an IN list.
@@ -443,22 +452,29 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 		return false, err
 	}
 	now := time.Now()
-	res, err := s.write.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
-		name, owner, micros(now.Add(ttl)), micros(now))
+	var acquired bool
+	err := s.writeTx(ctx, "acquire lease "+name, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+			WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
+			name, owner, micros(now.Add(ttl)), micros(now))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		acquired = n == 1
+		return err
+	})
 	if err != nil {
-		return false, fail(ctx, err, "acquire lease "+name)
+		return false, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fail(ctx, err, "acquire lease "+name)
-	}
-	return n == 1, nil
+	return acquired, nil
 }
 
 // ReleaseLease drops the lease if owner holds it; otherwise it does nothing.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
-	_, err := s.write.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner)
-	return fail(ctx, err, "release lease "+name)
+	return s.writeTx(ctx, "release lease "+name, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner)
+		return err
+	})
 }

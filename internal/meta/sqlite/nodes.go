@@ -41,11 +41,14 @@ func (s *Store) CreateNode(ctx context.Context, n *meta.Node) error {
 	}
 	rules.NormalizeNode(&c)
 	c.Version = 1
-	_, err := s.write.ExecContext(ctx, `INSERT INTO storage_nodes (`+nodeColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Host, c.Port, string(c.Status), micros(c.RegisteredAt), microsPtr(c.LastCheckAt), microsPtr(c.LastHealthyAt),
-		c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.Version)
-	if err = fail(ctx, err, "create node "+c.ID); err != nil {
+	err := s.writeTx(ctx, "create node "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO storage_nodes (`+nodeColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Host, c.Port, string(c.Status), micros(c.RegisteredAt), microsPtr(c.LastCheckAt), microsPtr(c.LastHealthyAt),
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.Version)
+		return err
+	})
+	if err != nil {
 		if errs.Is(err, errs.Conflict) {
 			return errs.Wrap(errs.Conflict, err, "storage node %s already exists", c.ID)
 		}
@@ -96,7 +99,7 @@ func (s *Store) UpdateNode(ctx context.Context, n *meta.Node) error {
 	}
 	c := *n
 	rules.NormalizeNode(&c)
-	err := s.writeTx(ctx, "update node "+c.ID, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, "update node "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE storage_nodes
 			SET host = ?, port = ?, status = ?, registered_at = ?, last_check_at = ?, last_healthy_at = ?,
 				consecutive_failures = ?, consecutive_successes = ?, version = version + 1

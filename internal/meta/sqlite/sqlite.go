@@ -4,11 +4,19 @@
 //
 // The database is one file in WAL mode with synchronous=FULL, so a committed
 // write survives a power cut before the coordinator acknowledges an upload.
-// SQLite admits one writer at a time: writes go through a pool of exactly one
-// connection, whose transactions begin IMMEDIATE (they take the write lock at
-// BEGIN and so never fail upgrading a read lock), and they queue in Go rather
-// than in SQLite's busy handler. Reads use a separate pool of read-only
-// connections, which WAL lets run while the writer writes. busy_timeout (5s)
+// SQLite admits one writer at a time, and each COMMIT costs an fsync of the
+// WAL. Writes therefore go through a committer: one goroutine that owns the
+// only write connection, takes the write transactions queued at that moment
+// (up to MaxBatch, never waiting for more), and runs them in one IMMEDIATE
+// transaction (it takes the write lock at BEGIN, so it never fails upgrading
+// a read lock), each inside a savepoint of its own, with one COMMIT for all.
+// A write whose statements fail is rolled back to its savepoint and fails
+// alone, with the error it would have had on its own; the others learn the
+// COMMIT's result only after it has returned, so no write is acknowledged
+// before it is on disk. Concurrent writers thus share fsyncs instead of
+// queueing for one each, and a lone writer commits as soon as it arrives.
+// Reads use a separate pool of read-only connections, which WAL lets run
+// while the writer writes, and see only committed batches. busy_timeout (5s)
 // covers the rare wait on another process holding the file, such as a backup.
 //
 // The schema (migrations/sqlite) has the same tables, constraints, indexes and
@@ -43,8 +51,9 @@ const BusyTimeout = 5 * time.Second
 
 // Store is the embedded metadata store. It is safe for concurrent use.
 type Store struct {
-	write *sql.DB // one connection
+	write *sql.DB // one connection; writes reach it only through the committer
 	read  *sql.DB // read-only connections
+	w     *committer
 
 	// stmts holds the prepared read statements of the hot paths, keyed by
 	// their text: parsing a query costs more than running it (a download's
@@ -99,7 +108,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	s := &Store{write: write, read: read}
+	s := &Store{write: write, read: read, w: newCommitter(write)}
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -129,8 +138,11 @@ func migrate(ctx context.Context, path string, logger *slog.Logger) error {
 	return err
 }
 
-// Close closes the prepared statements and both pools.
+// Close stops the committer, which finishes the batch under way (queued
+// writes that have not started fail), then closes the prepared statements
+// and both pools. It may be called more than once.
 func (s *Store) Close() error {
+	s.w.close()
 	s.stmtMu.Lock()
 	var errList []error
 	for _, st := range s.stmts {
@@ -160,6 +172,12 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// writeTx runs fn as one all-or-nothing write transaction through the
+// committer; see committer.writeTx.
+func (s *Store) writeTx(ctx context.Context, op string, fn func(context.Context, *sql.Tx) error) error {
+	return s.w.writeTx(ctx, op, fn)
+}
+
 // Ping reports whether the database answers, on both pools.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.write.PingContext(ctx); err != nil {
@@ -170,19 +188,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fail(ctx, err, "ping")
 	}
 	return nil
-}
-
-// writeTx runs fn in an IMMEDIATE transaction on the write connection.
-func (s *Store) writeTx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(ctx, err, op)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return fail(ctx, err, op)
-	}
-	return fail(ctx, tx.Commit(), op)
 }
 
 // readTx runs fn in a read transaction, one snapshot for several statements.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -224,12 +225,24 @@ func TestDeadlineIsUnavailable(t *testing.T) {
 	require.Equal(t, "METADATA_UNAVAILABLE", errs.CodeOf(err))
 }
 
+// reportCommits adds to b's results how many COMMITs (and so fsyncs of the
+// WAL) each op cost and how many write transactions shared each COMMIT,
+// counted from before.
+func reportCommits(b *testing.B, s *Store, before counts) {
+	d := countsOf(s).since(before)
+	b.ReportMetric(float64(d.commits)/float64(b.N), "commits/op")
+	if d.commits > 0 {
+		b.ReportMetric(float64(d.ran)/float64(d.commits), "writes/commit")
+	}
+}
+
 // BenchmarkParallelCreateFile measures uploads' metadata writes from many
-// goroutines at once, all queued on the one write connection.
+// goroutines at once, sharing commits through the committer.
 func BenchmarkParallelCreateFile(b *testing.B) {
 	s := openTest(b)
 	ctx := context.Background()
 	require.NoError(b, s.CreateNode(ctx, &meta.Node{ID: "node-1", Host: "h", Port: 1, Status: meta.NodeHealthy}))
+	before := countsOf(s)
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -243,4 +256,40 @@ func BenchmarkParallelCreateFile(b *testing.B) {
 			}
 		}
 	})
+	reportCommits(b, s, before)
+}
+
+// BenchmarkParallelUpload is the metadata side of 32 concurrent uploads:
+// each op creates a PENDING file with three copies, then updates it to
+// ACTIVE, the two writes an upload makes.
+func BenchmarkParallelUpload(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	nodes := []string{"node-1", "node-2", "node-3"}
+	for _, id := range nodes {
+		require.NoError(b, s.CreateNode(ctx, &meta.Node{ID: id, Host: "h", Port: 1, Status: meta.NodeHealthy}))
+	}
+	before := countsOf(s)
+	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec := &meta.FileRecord{File: meta.File{ID: uuid.NewString(), Name: "f", Status: meta.FilePending, ReplicationFactor: 3}}
+			for _, n := range nodes {
+				rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaPending})
+			}
+			if err := s.CreateFile(ctx, rec); err != nil {
+				b.Error(err)
+				return
+			}
+			rec.Status, rec.PrimaryNodeID = meta.FileActive, nodes[0]
+			for i := range rec.Replicas {
+				rec.Replicas[i].Status = meta.ReplicaActive
+			}
+			if err := s.UpdateFile(ctx, rec); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportCommits(b, s, before)
 }
