@@ -5,32 +5,102 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkDiskReceive measures the whole write path: copy, hash, fsync of
-// the blob and sidecar, renames and directory fsyncs.
+// benchModes are the sync modes this system can run.
+func benchModes(b *testing.B) []SyncMode {
+	if BatchSyncSupported() != nil {
+		return []SyncMode{SyncFile}
+	}
+	return []SyncMode{SyncFile, SyncBatch}
+}
+
+// benchShards is how many shard directories a benchmark's ids fall in:
+// enough that writers rarely share a directory, few enough to create them all
+// before timing, as a node that has run a while has all of its shards.
+const benchShards = 256
+
+// benchID is the i-th id of a benchmark, scattered over benchShards shards.
+func benchID(i int64) string {
+	k := uint32(i) * 2654435761 >> 24 // 0 to 255, scattered
+	return fmt.Sprintf("%02x%02x-%d", k, k^0x5a, i)
+}
+
+// openBenchDisk opens a store in mode with every shard of benchID created.
+func openBenchDisk(b *testing.B, mode SyncMode) *Disk {
+	d, err := OpenDisk(b.TempDir(), Options{SyncMode: mode})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = d.Close() })
+	for i := range int64(benchShards * 8) {
+		_, err := d.ensureShard(benchID(i))
+		require.NoError(b, err)
+	}
+	return d
+}
+
+// reportSyncs adds the shared syncs of batch mode to a benchmark's results.
+func reportSyncs(b *testing.B, d *Disk) {
+	if st := d.SyncStats(); st.Syncs > 0 {
+		b.ReportMetric(float64(st.Syncs)/float64(b.N), "syncs/op")
+		b.ReportMetric(float64(st.Waits)/float64(st.Syncs), "waits/sync")
+		b.ReportMetric(st.Time.Seconds()*1e3/float64(st.Syncs), "ms/sync")
+	}
+}
+
+// BenchmarkDiskReceive measures the whole write path of one writer at a
+// time: copy, hash, and the syncs and renames of each mode.
 func BenchmarkDiskReceive(b *testing.B) {
-	for _, size := range []int{4 << 10, 1 << 20} {
-		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			d, err := OpenDisk(b.TempDir(), Options{})
-			require.NoError(b, err)
-			defer d.Close()
+	for _, mode := range benchModes(b) {
+		for _, size := range []int{4 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("mode=%s/%dKiB", mode, size>>10), func(b *testing.B) {
+				d := openBenchDisk(b, mode)
+				data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+				s := sum(data)
+				ctx := context.Background()
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					i++
+					if _, _, err := d.Receive(ctx, benchID(i), s, int64(size), bytes.NewReader(data)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportSyncs(b, d)
+			})
+		}
+	}
+}
+
+// BenchmarkDiskReceiveParallel measures small writes arriving together, as a
+// node receiving copies of many uploads at once sees them; in batch mode
+// they share syncs.
+func BenchmarkDiskReceiveParallel(b *testing.B) {
+	const size = 4 << 10
+	for _, mode := range benchModes(b) {
+		b.Run(fmt.Sprintf("mode=%s/%dKiB", mode, size>>10), func(b *testing.B) {
+			d := openBenchDisk(b, mode)
 			data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 			s := sum(data)
 			ctx := context.Background()
-			b.SetBytes(int64(size))
+			var next atomic.Int64
+			b.SetBytes(size)
 			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				id := fmt.Sprintf("%08x-bench", i)
-				i++
-				if _, _, err := d.Receive(ctx, id, s, int64(size), bytes.NewReader(data)); err != nil {
-					b.Fatal(err)
+			b.SetParallelism(48) // 48 writers per GOMAXPROCS: 96 on two cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, _, err := d.Receive(ctx, benchID(next.Add(1)), s, size, bytes.NewReader(data)); err != nil {
+						b.Error(err)
+						return
+					}
 				}
-			}
+			})
+			reportSyncs(b, d)
 		})
 	}
 }

@@ -9,15 +9,44 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/blob/blobtest"
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 func TestDiskConformance(t *testing.T) {
-	blobtest.Run(t, func(t *testing.T, opts blob.Options) blobtest.Subject {
-		dir := t.TempDir()
-		d, err := blob.OpenDisk(dir, opts)
-		require.NoError(t, err)
-		return blobtest.Subject{Store: d, Corrupt: func(t *testing.T, id string) { corruptFile(t, dir, id) }}
-	})
+	for _, mode := range []blob.SyncMode{blob.SyncFile, blob.SyncBatch} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == blob.SyncBatch && blob.BatchSyncSupported() != nil {
+				t.Skipf("batch sync mode: %v", blob.BatchSyncSupported())
+			}
+			blobtest.Run(t, func(t *testing.T, opts blob.Options) blobtest.Subject {
+				dir := t.TempDir()
+				opts.SyncMode = mode
+				d, err := blob.OpenDisk(dir, opts)
+				require.NoError(t, err)
+				require.Equal(t, mode, d.SyncMode())
+				return blobtest.Subject{Store: d, Corrupt: func(t *testing.T, id string) { corruptFile(t, dir, id) }}
+			})
+		})
+	}
+}
+
+func TestOpenDiskSyncModes(t *testing.T) {
+	d, err := blob.OpenDisk(t.TempDir(), blob.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	require.Equal(t, blob.DefaultSyncMode(), d.SyncMode(), "no mode asked is the default")
+
+	_, err = blob.OpenDisk(t.TempDir(), blob.Options{SyncMode: "sometimes"})
+	require.Equal(t, errs.Invalid, errs.KindOf(err))
+	require.ErrorContains(t, err, "sometimes")
+
+	if why := blob.BatchSyncSupported(); why != nil {
+		require.Equal(t, blob.SyncFile, blob.DefaultSyncMode())
+		_, err := blob.OpenDisk(t.TempDir(), blob.Options{SyncMode: blob.SyncBatch})
+		require.Equal(t, errs.Invalid, errs.KindOf(err), "batch mode is refused where it cannot keep its promise")
+	} else {
+		require.Equal(t, blob.SyncBatch, blob.DefaultSyncMode())
+	}
 }
 
 func TestMemoryConformance(t *testing.T) {

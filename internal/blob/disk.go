@@ -15,8 +15,14 @@ import (
 
 // Disk is a Store kept in a local directory tree (layout.go).
 //
-// A write publishes the sidecar before the blob, each step durable before the
-// next:
+// A blob counts as present only when both the blob and its sidecar exist
+// under their final names. Nothing is acknowledged before it is on stable
+// storage, and a crash at any point leaves each blob either absent or
+// present and intact, never a published name over bytes that may not have
+// reached the disk. How a write gets there depends on Options.SyncMode.
+//
+// In file mode the write publishes the sidecar before the blob, each step
+// durable, by an fsync of what it changed, before the next:
 //
 //  1. the body is copied into a temp file in the blob's own directory, hashed
 //     on the way, and fsynced; if it does not hash to the declared checksum
@@ -27,28 +33,69 @@ import (
 //     the directory fsynced;
 //  4. the blob's temp file is renamed into place and the directory fsynced.
 //
-// A blob counts as present only when both the blob and its sidecar exist. A
-// crash before step 4 therefore leaves no blob (at worst a temp file and a
+// A crash before step 4 therefore leaves no blob (at worst a temp file and a
 // sidecar without its blob), and after it a blob whose sidecar matches it.
-// Removal unlinks the blob before the sidecar, so a crash in between also
-// leaves an absent blob. OpenDisk deletes what a crash left behind: temp files,
-// sidecars without a blob and blobs without a sidecar (which no sequence above
-// produces; such a blob cannot be verified, so it is dropped like the rest).
 //
-// Writers and removers of one id are serialised; readers never wait. The
-// number of blobs and bytes is counted once by OpenDisk and kept up to date,
-// so Usage does not walk the tree.
+// In batch mode no file is fsynced. Two syncs of the whole file system
+// (syncfs), each shared by every write waiting for one when it starts
+// (syncGroup), divide the write into a data phase and a naming phase:
+//
+//  1. the body goes to a temp file as above, hashed and verified, and the
+//     sidecar to a second temp file, neither synced; whatever is under the
+//     blob's and the sidecar's final names (a corrupt copy being replaced) is
+//     unlinked;
+//  2. sync 1: the bytes of both temp files, the directories the write
+//     created and those unlinks are on disk;
+//  3. the sidecar is renamed into place, then the blob;
+//  4. sync 2: the new names are on disk, and only then does the write succeed.
+//
+// Until sync 1 completes, no final name refers to the new bytes, so a crash
+// leaves temp files (with any content, which does not matter) and, at worst,
+// the corrupt copy being replaced still there or half unlinked: recovery
+// deletes the temp files and a blob or sidecar left alone, and an old copy
+// still whole stays the corrupt copy it was. After sync 1, the new bytes and
+// the absence of the old names are durable; a crash before sync 2 completes
+// may keep any subset of the two renames, in any order (a file system without
+// a journal orders nothing). Both kept is the new blob, present and intact;
+// one alone is a blob or a sidecar without its partner, which recovery
+// deletes with the remaining temp file. The old names being gone since sync 1
+// is what keeps a new blob from ever pairing with an old sidecar. When sync 2
+// fails, or the writer stops waiting for it, the names are unlinked again and
+// the write fails.
+//
+// The kernel reports a write-back error to only one syncfs, so after a failed
+// sync a Disk in batch mode refuses every write and removal, and Check fails,
+// until it is reopened. syncfs flushes the file system holding the data
+// directory, including everyone else's data on it: the mode pays off most on
+// a file system of its own, and it assumes that the data directory's tree is
+// one file system (a shard directory mounted from another device would not be
+// synced).
+//
+// New shard directories are fsynced into their parents in file mode; in batch
+// mode sync 1 of the write that needs them covers them. Removal unlinks the
+// blob before the sidecar, so a crash in between also leaves an absent blob,
+// and returns once the directory is fsynced (file mode) or a shared sync has
+// completed (batch mode). OpenDisk deletes what a crash left behind: temp
+// files, sidecars without a blob and blobs without a sidecar.
+//
+// Writers and removers of one id are serialised, until the write is durable
+// or undone; readers never wait. The number of blobs and bytes is counted
+// once by OpenDisk and kept up to date, so Usage does not walk the tree.
 type Disk struct {
 	root string
 	// rootDir stays open so that the root's inode cannot be reused while the
 	// store runs: Check can then tell the directory it opened from one that
-	// replaced it.
+	// replaced it. In batch mode it is also the file the syncs go through,
+	// open before the first write, so that they report every write-back
+	// error since.
 	rootDir  *os.File
 	rootInfo fs.FileInfo
 	acct     accounting
 	locks    idLocks
 	closed   atomic.Bool
 	recovery Recovery
+	mode     SyncMode
+	syncer   *syncGroup // batch mode only
 
 	// crashAt names a step at which Receive stops as if the process died
 	// there, leaving its files behind; tests use it to check the crash windows.
@@ -81,6 +128,19 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 	if opts.CapacityBytes < 0 {
 		return nil, errs.E(errs.Invalid, "blob store: capacity %d is negative", opts.CapacityBytes)
 	}
+	mode := opts.SyncMode
+	if mode == "" {
+		mode = DefaultSyncMode()
+	}
+	switch mode {
+	case SyncFile:
+	case SyncBatch:
+		if err := BatchSyncSupported(); err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "blob store: sync mode %s is not available", mode)
+		}
+	default:
+		return nil, errs.E(errs.Invalid, "blob store: unknown sync mode %q (use %s or %s)", mode, SyncBatch, SyncFile)
+	}
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "blob store: data directory %q", dir)
@@ -100,7 +160,10 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 		rootDir.Close()
 		return nil, fsError(err, "blob store: data directory %s", root)
 	}
-	d := &Disk{root: root, rootDir: rootDir, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}}
+	d := &Disk{root: root, rootDir: rootDir, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}, mode: mode}
+	if mode == SyncBatch {
+		d.syncer = newSyncGroup(func() error { return syncFS(rootDir) })
+	}
 	if err := d.recoverTree(); err != nil {
 		rootDir.Close()
 		return nil, err
@@ -114,6 +177,17 @@ func (d *Disk) Dir() string { return d.root }
 
 // Recovery reports what OpenDisk found and cleaned up.
 func (d *Disk) Recovery() Recovery { return d.recovery }
+
+// SyncMode reports how the store makes writes durable.
+func (d *Disk) SyncMode() SyncMode { return d.mode }
+
+// SyncStats counts the shared syncs of batch mode; in file mode it is zero.
+func (d *Disk) SyncStats() SyncStats {
+	if d.syncer == nil {
+		return SyncStats{}
+	}
+	return d.syncer.snapshot()
+}
 
 // Receive implements Receiver.
 func (d *Disk) Receive(ctx context.Context, id, checksum string, size int64, r io.Reader) (Info, bool, error) {
@@ -162,76 +236,113 @@ func (d *Disk) Receive(ctx context.Context, id, checksum string, size int64, r i
 	return info, true, nil
 }
 
-// write runs the publication sequence described on Disk.
-func (d *Disk) write(ctx context.Context, id, sum string, size int64, r io.Reader, cur held) (info Info, err error) {
+// write runs the publication sequence of the store's sync mode (see Disk).
+func (d *Disk) write(ctx context.Context, id, sum string, size int64, r io.Reader, cur held) (Info, error) {
 	dir, err := d.ensureShard(id)
 	if err != nil {
 		return Info{}, err
 	}
-	tmp, err := os.CreateTemp(dir, tempPattern(id))
+	t, err := d.receiveTemp(ctx, dir, id, sum, size, r)
 	if err != nil {
-		return Info{}, fsError(err, "blob %s: create temp file", id)
+		return Info{}, err
 	}
-	w := &reservingWriter{w: tmp, acct: &d.acct}
-	published, crashed := false, false
-	defer func() {
-		if published || crashed {
-			return
-		}
-		d.acct.release(w.reserved)
-		_ = tmp.Close() // may already be closed; the file is going away either way
-		_ = os.Remove(tmp.Name())
-	}()
-	crash := func(step string) bool {
-		crashed = d.crashAt == step
-		return crashed
+	if d.mode == SyncBatch {
+		return d.publishBatched(ctx, t, cur)
 	}
+	return d.publishSynced(t, cur)
+}
 
+// tempBlob is a received and verified body in a temp file, not yet published.
+type tempBlob struct {
+	id, sum, dir, path string
+	size               int64
+	// reserved is what the body holds of the store's capacity until it is
+	// published or discarded.
+	reserved int64
+}
+
+// discard deletes an unpublished body and returns its reservation.
+func (d *Disk) discard(t tempBlob) {
+	d.acct.release(t.reserved)
+	_ = os.Remove(t.path) // best effort: OpenDisk removes what is left
+}
+
+// crash reports whether a test asked Receive to stop at step.
+func (d *Disk) crash(step string) bool { return d.crashAt == step }
+
+// receiveTemp copies the body into a temp file in dir, hashing it, and
+// checks it against the declared checksum and size. In file mode the temp
+// file is fsynced. On failure nothing is left behind.
+func (d *Disk) receiveTemp(ctx context.Context, dir, id, sum string, size int64, r io.Reader) (tempBlob, error) {
+	f, err := os.CreateTemp(dir, tempPattern(id))
+	if err != nil {
+		return tempBlob{}, fsError(err, "blob %s: create temp file", id)
+	}
+	w := &reservingWriter{w: f, acct: &d.acct}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close() // may already be closed; the file is going away either way
+			d.discard(tempBlob{path: f.Name(), reserved: w.reserved})
+		}
+	}()
 	n, actual, err := receiveCopy(ctx, w, r, size)
 	if err != nil {
-		return Info{}, fsError(err, "blob %s: write", id)
+		return tempBlob{}, fsError(err, "blob %s: write", id)
 	}
 	if actual != sum {
-		return Info{}, errs.E(errs.Corrupt, "blob %s: body hashes to %s but %s was declared", id, actual, sum)
+		return tempBlob{}, errs.E(errs.Corrupt, "blob %s: body hashes to %s but %s was declared", id, actual, sum)
 	}
-	if err := tmp.Sync(); err != nil {
-		return Info{}, fsError(err, "blob %s: sync", id)
+	if d.mode == SyncFile {
+		if err := f.Sync(); err != nil {
+			return tempBlob{}, fsError(err, "blob %s: sync", id)
+		}
 	}
-	if err := tmp.Close(); err != nil {
-		return Info{}, fsError(err, "blob %s: close", id)
+	if err := f.Close(); err != nil {
+		return tempBlob{}, fsError(err, "blob %s: close", id)
 	}
-	if crash("blob-synced") {
+	ok = true
+	return tempBlob{id: id, sum: sum, dir: dir, path: f.Name(), size: n, reserved: w.reserved}, nil
+}
+
+// publishSynced is file mode's publication: steps 2 to 4 on Disk, each
+// fsynced.
+func (d *Disk) publishSynced(t tempBlob, cur held) (Info, error) {
+	id, dir := t.id, t.dir
+	if d.crash("blob-synced") {
 		return Info{}, errSimulatedCrash
 	}
 	if cur.present {
 		if err := os.Remove(blobPath(d.root, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.discard(t)
 			return Info{}, fsError(err, "blob %s: remove corrupt copy", id)
 		}
 		d.acct.drop(cur.size)
 		if err := syncDir(dir); err != nil {
+			d.discard(t)
 			return Info{}, fsError(err, "blob %s: sync directory", id)
 		}
-		if crash("old-removed") {
+		if d.crash("old-removed") {
 			return Info{}, errSimulatedCrash
 		}
 	}
-	if err := writeSidecar(dir, id, sum); err != nil {
+	if err := writeSidecar(dir, id, t.sum); err != nil {
+		d.discard(t)
 		return Info{}, err
 	}
-	if crash("sidecar-published") {
+	if d.crash("sidecar-published") {
 		return Info{}, errSimulatedCrash
 	}
-	if err := os.Rename(tmp.Name(), blobPath(d.root, id)); err != nil {
+	if err := os.Rename(t.path, blobPath(d.root, id)); err != nil {
 		_ = os.Remove(sidecarPath(d.root, id)) // leave no sidecar without its blob
+		d.discard(t)
 		return Info{}, fsError(err, "blob %s: publish", id)
 	}
-	published = true
-	d.acct.publish(w.reserved)
-	info = Info{ID: id, Size: n, Checksum: sum}
+	d.acct.publish(t.reserved)
 	if err := syncDir(dir); err != nil {
-		return info, fsError(err, "blob %s: sync directory", id)
+		return Info{}, fsError(err, "blob %s: sync directory", id)
 	}
-	return info, nil
+	return Info{ID: id, Size: t.size, Checksum: t.sum}, nil
 }
 
 // writeSidecar durably publishes the sidecar of id holding sum.
@@ -263,8 +374,104 @@ func writeSidecar(dir, id, sum string) error {
 	return fsError(syncDir(dir), "blob %s: sync directory", id)
 }
 
-// ensureShard creates the directories of id's shard, making each new entry
-// durable in its parent.
+// publishBatched is batch mode's publication: steps 1 (sidecar and unlinks)
+// to 4 on Disk, with the two shared syncs.
+func (d *Disk) publishBatched(ctx context.Context, t tempBlob, cur held) (Info, error) {
+	id := t.id
+	blobName, sideName := blobPath(d.root, id), sidecarPath(d.root, id)
+	side, err := writeSidecarTemp(t.dir, id, t.sum)
+	if err != nil {
+		d.discard(t)
+		return Info{}, err
+	}
+	fail := func(err error) (Info, error) {
+		d.discard(t)
+		_ = os.Remove(side) // best effort: OpenDisk removes what is left
+		return Info{}, err
+	}
+	if d.crash("temps-written") {
+		return Info{}, errSimulatedCrash
+	}
+	// A corrupt copy being replaced goes, and so does anything else under the
+	// final names, so that after sync 1 no old name is left to pair with a new
+	// one.
+	for _, p := range []string{blobName, sideName} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(fsError(err, "blob %s: remove old copy", id))
+		}
+	}
+	if cur.present {
+		d.acct.drop(cur.size)
+		if d.crash("old-removed") {
+			return Info{}, errSimulatedCrash
+		}
+	}
+	if err := d.groupSync(ctx, id); err != nil {
+		return fail(err)
+	}
+	if d.crash("temps-synced") {
+		return Info{}, errSimulatedCrash
+	}
+	if err := os.Rename(side, sideName); err != nil {
+		return fail(fsError(err, "blob %s: publish sidecar", id))
+	}
+	if d.crash("sidecar-published") {
+		return Info{}, errSimulatedCrash
+	}
+	if err := os.Rename(t.path, blobName); err != nil {
+		_ = os.Remove(sideName) // leave no sidecar without its blob
+		return fail(fsError(err, "blob %s: publish", id))
+	}
+	d.acct.publish(t.reserved)
+	if d.crash("blob-published") {
+		return Info{}, errSimulatedCrash
+	}
+	if err := d.groupSync(ctx, id); err != nil {
+		// Not known to be durable, so not published: take the names back.
+		// Whichever unlink a crash loses, recovery finds either the intact
+		// blob (its bytes were synced) or half of it, which it deletes.
+		_ = os.Remove(blobName)
+		_ = os.Remove(sideName)
+		d.acct.drop(t.reserved)
+		return Info{}, err
+	}
+	return Info{ID: id, Size: t.size, Checksum: t.sum}, nil
+}
+
+// writeSidecarTemp writes the sidecar of id holding sum to a new temp file in
+// dir, without syncing it, and returns its path.
+func writeSidecarTemp(dir, id, sum string) (string, error) {
+	f, err := os.CreateTemp(dir, tempPattern(id))
+	if err != nil {
+		return "", fsError(err, "blob %s: create sidecar temp file", id)
+	}
+	_, werr := f.WriteString(sum + "\n")
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(f.Name())
+		return "", fsError(err, "blob %s: write sidecar", id)
+	}
+	return f.Name(), nil
+}
+
+// groupSync waits for a shared sync (batch mode) on behalf of a write or
+// removal of id.
+func (d *Disk) groupSync(ctx context.Context, id string) error {
+	err := d.syncer.Sync(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case d.closed.Load():
+		return errs.Wrap(errs.Unavailable, err, "blob %s: store closed before the write was durable", id)
+	case errs.KindOf(err) == errs.Unavailable:
+		return errs.Wrap(errs.Unavailable, err, "blob %s", id)
+	}
+	return fsError(err, "blob %s: sync", id)
+}
+
+// ensureShard creates the directories of id's shard. In file mode each new
+// entry is made durable in its parent here; in batch mode the caller's first
+// sync does it, before anything is published in them.
 func (d *Disk) ensureShard(id string) (string, error) {
 	a, b := shard(id)
 	l1 := filepath.Join(d.root, a)
@@ -279,6 +486,9 @@ func (d *Disk) ensureShard(id string) (string, error) {
 		}
 		if err != nil {
 			return "", fsError(err, "blob %s: create directory", id)
+		}
+		if d.mode == SyncBatch {
+			continue
 		}
 		if err := syncDir(step.parent); err != nil {
 			return "", fsError(err, "blob %s: sync directory", id)
@@ -456,7 +666,13 @@ func (d *Disk) Remove(ctx context.Context, id string) error {
 	if h.present {
 		d.acct.drop(h.size)
 	}
-	if removed {
+	switch {
+	case d.mode == SyncBatch:
+		// Even with nothing to unlink: an earlier removal that stopped waiting
+		// for its sync may have unlinked the files without their absence
+		// being durable yet.
+		return d.groupSync(ctx, id)
+	case removed:
 		return fsError(syncDir(shardDir(d.root, id)), "blob %s: sync directory", id)
 	}
 	return nil
@@ -615,11 +831,17 @@ func (d *Disk) Check(context.Context) error {
 	if err := accessible(d.root); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "data directory %s is not usable", d.root)
 	}
+	if d.syncer != nil {
+		if err := d.syncer.err(); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "data directory %s", d.root)
+		}
+	}
 	return nil
 }
 
 // Close marks the store closed: later calls fail with errs.Unavailable.
-// Calls in flight finish.
+// Calls in flight finish, except that a batch-mode write or removal still
+// waiting for its sync fails (the sync goes through rootDir, closed here).
 func (d *Disk) Close() error {
 	if d.closed.Swap(true) {
 		return nil

@@ -28,10 +28,32 @@ func sum(b []byte) string {
 
 func openDisk(t *testing.T, dir string) *Disk {
 	t.Helper()
-	d, err := OpenDisk(dir, Options{})
+	return openDiskMode(t, dir, "")
+}
+
+func openDiskMode(t *testing.T, dir string, mode SyncMode) *Disk {
+	t.Helper()
+	d, err := OpenDisk(dir, Options{SyncMode: mode})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
+}
+
+// syncModes are the modes this system can run, each to be tested.
+func syncModes(t *testing.T) []SyncMode {
+	if err := BatchSyncSupported(); err != nil {
+		t.Logf("batch mode not tested: %v", err)
+		return []SyncMode{SyncFile}
+	}
+	return []SyncMode{SyncFile, SyncBatch}
+}
+
+// requireBatch skips a test of batch mode where it cannot run.
+func requireBatch(t *testing.T) {
+	t.Helper()
+	if err := BatchSyncSupported(); err != nil {
+		t.Skipf("batch sync mode: %v", err)
+	}
 }
 
 func receive(t *testing.T, d *Disk, id string, data []byte) {
@@ -90,36 +112,65 @@ func TestFailedWritesLeaveNoFiles(t *testing.T) {
 		{"capacity, size declared", context.Background(), sum(data), int64(len(data)), Options{CapacityBytes: 1 << 10}},
 		{"capacity, size unknown", context.Background(), sum(data), -1, Options{CapacityBytes: 300 << 10}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			d, err := OpenDisk(dir, tc.opts)
-			require.NoError(t, err)
-			_, _, err = d.Receive(tc.ctx, testID, tc.sum, tc.size, bytes.NewReader(data))
-			require.Error(t, err)
-			require.Empty(t, tree(t, dir), "a failed write leaves no file behind")
-			require.Equal(t, int64(0), d.acct.inflight, "a failed write releases its reservation")
-		})
+		for _, mode := range syncModes(t) {
+			t.Run(fmt.Sprintf("%s/%s", tc.name, mode), func(t *testing.T) {
+				dir := t.TempDir()
+				opts := tc.opts
+				opts.SyncMode = mode
+				d, err := OpenDisk(dir, opts)
+				require.NoError(t, err)
+				_, _, err = d.Receive(tc.ctx, testID, tc.sum, tc.size, bytes.NewReader(data))
+				require.Error(t, err)
+				require.Empty(t, tree(t, dir), "a failed write leaves no file behind")
+				require.Equal(t, int64(0), d.acct.inflight, "a failed write releases its reservation")
+			})
+		}
 	}
 }
 
-// TestCrashWindows stops a write at each step as a crash would (leaving its
-// files) and checks that the blob is absent until the final rename, and that
-// reopening the store cleans up.
+// TestCrashWindows stops a write at each step of each mode as a crash would
+// (leaving its files) and checks what is visible then, and that reopening
+// the store leaves the blob either absent, or present with its sidecar:
+// intact if it is the new one, the corrupt copy it was if it is the old one.
 func TestCrashWindows(t *testing.T) {
 	old, next := []byte("the old bytes"), []byte("the new bytes")
+	// What Stat shows after the crash and after reopening.
+	const (
+		absent    = "absent"
+		oldCopy   = "the old, corrupt copy"
+		newIntact = "the new copy"
+	)
 	for _, tc := range []struct {
+		mode    SyncMode
 		step    string
 		replace bool
+		// visible is what a crash at step leaves under the final names.
+		visible string
+		// temps is whether temp files are left to clean up.
+		temps bool
 	}{
-		{"blob-synced", false},
-		{"sidecar-published", false},
-		{"blob-synced", true},
-		{"old-removed", true},
-		{"sidecar-published", true},
+		{SyncFile, "blob-synced", false, absent, true},
+		{SyncFile, "sidecar-published", false, absent, true},
+		{SyncFile, "blob-synced", true, oldCopy, true},
+		{SyncFile, "old-removed", true, absent, true},
+		{SyncFile, "sidecar-published", true, absent, true},
+
+		{SyncBatch, "temps-written", false, absent, true},
+		{SyncBatch, "temps-synced", false, absent, true},
+		{SyncBatch, "sidecar-published", false, absent, true},
+		{SyncBatch, "blob-published", false, newIntact, false},
+		{SyncBatch, "temps-written", true, oldCopy, true},
+		{SyncBatch, "old-removed", true, absent, true},
+		{SyncBatch, "temps-synced", true, absent, true},
+		{SyncBatch, "sidecar-published", true, absent, true},
+		{SyncBatch, "blob-published", true, newIntact, false},
 	} {
-		t.Run(fmt.Sprintf("%s/replace=%v", tc.step, tc.replace), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/replace=%v", tc.mode, tc.step, tc.replace), func(t *testing.T) {
+			if tc.mode == SyncBatch {
+				requireBatch(t)
+			}
 			dir := t.TempDir()
-			d := openDisk(t, dir)
+			d := openDiskMode(t, dir, tc.mode)
 			if tc.replace {
 				receive(t, d, testID, old)
 				p := filepath.Join(dir, "01", "23", testID)
@@ -130,28 +181,43 @@ func TestCrashWindows(t *testing.T) {
 			require.ErrorIs(t, err, errSimulatedCrash)
 
 			ctx := context.Background()
-			info, err := d.Stat(ctx, testID)
-			if err == nil {
-				// Only a replacement crashed before the old copy went is still
-				// visible, and then as the corrupt copy it already was.
-				require.True(t, tc.replace && tc.step == "blob-synced", "blob visible after crash at %s", tc.step)
-				require.Equal(t, sum(old), info.Checksum)
-			} else {
-				require.Equal(t, errs.NotFound, errs.KindOf(err))
+			requireState := func(d *Disk) {
+				t.Helper()
+				info, err := d.Stat(ctx, testID)
+				if tc.visible == absent {
+					require.Equal(t, errs.NotFound, errs.KindOf(err), "blob visible after crash at %s", tc.step)
+					return
+				}
+				require.NoError(t, err)
+				c, err := d.Rehash(ctx, testID)
+				require.NoError(t, err)
+				if tc.visible == oldCopy {
+					require.Equal(t, sum(old), info.Checksum)
+					require.False(t, c.Intact())
+				} else {
+					require.Equal(t, sum(next), info.Checksum)
+					require.True(t, c.Intact())
+				}
 			}
+			requireState(d)
 
-			d2 := openDisk(t, dir)
+			d2 := openDiskMode(t, dir, tc.mode)
 			rec := d2.Recovery()
-			require.Positive(t, rec.TempFilesRemoved, "the interrupted write's temp file is removed")
-			for _, f := range tree(t, dir) {
-				require.False(t, strings.Contains(f, tempPrefix), "temp file %s survives reopening", f)
+			if tc.temps {
+				require.Positive(t, rec.TempFilesRemoved, "the interrupted write's temp files are removed")
+			} else {
+				require.Zero(t, rec.TempFilesRemoved)
 			}
 			files := tree(t, dir)
+			for _, f := range files {
+				require.False(t, strings.Contains(f, tempPrefix), "temp file %s survives reopening", f)
+			}
 			require.True(t, len(files) == 0 || len(files) == 2, "after reopening, a blob has its sidecar or neither exists: %v", files)
+			requireState(d2)
 
 			_, created, err := d2.Receive(ctx, testID, sum(next), int64(len(next)), bytes.NewReader(next))
 			require.NoError(t, err)
-			require.True(t, created)
+			require.Equal(t, tc.visible != newIntact, created)
 			c, err := d2.Rehash(ctx, testID)
 			require.NoError(t, err)
 			require.True(t, c.Intact())
@@ -159,6 +225,109 @@ func TestCrashWindows(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, int64(1), u.Blobs)
 			require.Equal(t, int64(len(next)), u.BytesUsed)
+		})
+	}
+}
+
+// TestBatchCrashStates builds the states a crash in batch mode can leave on
+// disk when the file system kept only some of the operations not yet synced
+// (the steps of TestCrashWindows leave each of them whole), and checks that
+// reopening finds the blob absent or intact, never a name without its bytes.
+func TestBatchCrashStates(t *testing.T) {
+	requireBatch(t)
+	old, next := []byte("the old bytes"), []byte("the new bytes")
+	ctx := context.Background()
+	shardDir := func(dir string) string { return filepath.Join(dir, "01", "23") }
+	// temps finds the temp files of the interrupted write: the sidecar's holds
+	// the checksum, the blob's the body.
+	temps := func(t *testing.T, dir string) (blobTemp, sideTemp string) {
+		t.Helper()
+		entries, err := os.ReadDir(shardDir(dir))
+		require.NoError(t, err)
+		for _, e := range entries {
+			if !isTempName(e.Name()) {
+				continue
+			}
+			p := filepath.Join(shardDir(dir), e.Name())
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			if string(b) == sum(next)+"\n" {
+				sideTemp = p
+			} else {
+				blobTemp = p
+			}
+		}
+		require.NotEmpty(t, blobTemp)
+		require.NotEmpty(t, sideTemp)
+		return blobTemp, sideTemp
+	}
+	for _, tc := range []struct {
+		name    string
+		replace bool
+		// crashAt is where the write stops; keep then undoes or completes
+		// some of the operations the crash would have lost or kept.
+		crashAt string
+		keep    func(t *testing.T, dir string)
+		intact  bool
+	}{
+		// Before sync 1: the unlink of the old copy half kept.
+		{"old blob unlinked, old sidecar kept", true, "temps-written", func(t *testing.T, dir string) {
+			require.NoError(t, os.Remove(blobPath(dir, testID)))
+		}, false},
+		{"old sidecar unlinked, old blob kept", true, "temps-written", func(t *testing.T, dir string) {
+			require.NoError(t, os.Remove(sidecarPath(dir, testID)))
+		}, false},
+		// Before sync 1: a temp file holding less than was written.
+		{"blob temp truncated", false, "temps-written", func(t *testing.T, dir string) {
+			b, _ := temps(t, dir)
+			require.NoError(t, os.Truncate(b, 3))
+		}, false},
+		// Between sync 1 and sync 2: any subset of the two renames.
+		{"no rename kept", false, "temps-synced", func(*testing.T, string) {}, false},
+		{"only the sidecar's rename kept", false, "temps-synced", func(t *testing.T, dir string) {
+			_, side := temps(t, dir)
+			require.NoError(t, os.Rename(side, sidecarPath(dir, testID)))
+		}, false},
+		{"only the blob's rename kept", false, "temps-synced", func(t *testing.T, dir string) {
+			b, _ := temps(t, dir)
+			require.NoError(t, os.Rename(b, blobPath(dir, testID)))
+		}, false},
+		{"only the blob's rename kept, replacing", true, "temps-synced", func(t *testing.T, dir string) {
+			b, _ := temps(t, dir)
+			require.NoError(t, os.Rename(b, blobPath(dir, testID)))
+		}, false},
+		{"both renames kept, replacing", true, "temps-synced", func(t *testing.T, dir string) {
+			b, side := temps(t, dir)
+			require.NoError(t, os.Rename(b, blobPath(dir, testID)))
+			require.NoError(t, os.Rename(side, sidecarPath(dir, testID)))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := openDiskMode(t, dir, SyncBatch)
+			if tc.replace {
+				receive(t, d, testID, old)
+				require.NoError(t, os.WriteFile(blobPath(dir, testID), []byte("the rotten bytes"), 0o640))
+			}
+			d.crashAt = tc.crashAt
+			_, _, err := d.Receive(ctx, testID, sum(next), int64(len(next)), bytes.NewReader(next))
+			require.ErrorIs(t, err, errSimulatedCrash)
+			tc.keep(t, dir)
+
+			d2 := openDiskMode(t, dir, SyncBatch)
+			files := tree(t, dir)
+			info, err := d2.Stat(ctx, testID)
+			if !tc.intact {
+				require.Equal(t, errs.NotFound, errs.KindOf(err), "files left: %v", files)
+				require.Empty(t, files)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, sum(next), info.Checksum)
+			c, err := d2.Rehash(ctx, testID)
+			require.NoError(t, err)
+			require.True(t, c.Intact())
+			require.Len(t, files, 2)
 		})
 	}
 }

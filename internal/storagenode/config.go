@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/envconf"
 )
 
@@ -43,6 +44,12 @@ type Config struct {
 	// 507 as if the disk were full (STORAGE_CAPACITY_BYTES; default 0,
 	// unlimited).
 	CapacityBytes int64
+	// SyncMode is how each write is put on stable storage before it is
+	// acknowledged (STORAGE_SYNC_MODE): batch shares whole-file-system syncs
+	// among concurrent writes, file fsyncs each file and directory. Default
+	// batch on Linux 5.8 and later, file elsewhere; batch is refused where
+	// the kernel cannot report write-back errors to it.
+	SyncMode blob.SyncMode
 	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
@@ -80,6 +87,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.RegistrationInterval = l.Duration("REGISTRATION_INTERVAL", DefaultRegistrationInterval)
 	c.ClusterToken = l.String("CLUSTER_TOKEN", "")
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
+	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.ShutdownTimeout = DefaultShutdownTimeout
@@ -122,6 +130,15 @@ func (c Config) Validate() error {
 	}
 	if c.CapacityBytes < 0 {
 		bad("STORAGE_CAPACITY_BYTES", fmt.Sprint(c.CapacityBytes), "must not be negative")
+	}
+	switch c.SyncMode {
+	case blob.SyncFile:
+	case blob.SyncBatch:
+		if err := blob.BatchSyncSupported(); err != nil {
+			bad("STORAGE_SYNC_MODE", string(c.SyncMode), err.Error()+"; use file")
+		}
+	default:
+		bad("STORAGE_SYNC_MODE", string(c.SyncMode), "must be batch or file")
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))

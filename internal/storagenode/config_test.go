@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/storagenode"
 )
@@ -26,6 +27,7 @@ func TestConfigDefaults(t *testing.T) {
 		RegistrationInterval: 15 * time.Second,
 		ClusterToken:         "",
 		CapacityBytes:        0,
+		SyncMode:             blob.DefaultSyncMode(),
 		LogLevel:             "info",
 		LogFormat:            "text",
 		ShutdownTimeout:      10 * time.Second,
@@ -44,6 +46,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"REGISTRATION_INTERVAL":   "2m",
 		"CLUSTER_TOKEN":           "s3cret",
 		"STORAGE_CAPACITY_BYTES":  "10GiB",
+		"STORAGE_SYNC_MODE":       "File",
 		"LOG_LEVEL":               "DEBUG",
 		"LOG_FORMAT":              "json",
 	}))
@@ -59,6 +62,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		RegistrationInterval: 2 * time.Minute,
 		ClusterToken:         "s3cret",
 		CapacityBytes:        10 << 30,
+		SyncMode:             blob.SyncFile,
 		LogLevel:             "debug",
 		LogFormat:            "json",
 		ShutdownTimeout:      10 * time.Second,
@@ -95,6 +99,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"REGISTRATION_INTERVAL", "-5s"},
 		{"STORAGE_CAPACITY_BYTES", "lots"},
 		{"STORAGE_CAPACITY_BYTES", "-1"},
+		{"STORAGE_SYNC_MODE", "fast"},
+		{"STORAGE_SYNC_MODE", "fsync"},
 		{"LOG_LEVEL", "verbose"},
 		{"LOG_FORMAT", "xml"},
 	} {
@@ -121,4 +127,15 @@ func TestConfigAcceptsIPs(t *testing.T) {
 		_, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"STORAGE_ADVERTISED_HOST": host, "SERVER_HOST": host}))
 		require.NoError(t, err, host)
 	}
+}
+
+func TestConfigSyncModeNeedsSupport(t *testing.T) {
+	cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"STORAGE_SYNC_MODE": "batch"}))
+	if why := blob.BatchSyncSupported(); why != nil {
+		require.ErrorContains(t, err, "STORAGE_SYNC_MODE=")
+		require.ErrorContains(t, err, why.Error())
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, blob.SyncBatch, cfg.SyncMode)
 }

@@ -42,6 +42,13 @@ type metrics struct {
 	registrations *prometheus.CounterVec
 }
 
+// syncReporter is a store that makes writes durable with shared syncs and
+// counts them (blob.Disk).
+type syncReporter interface {
+	SyncMode() blob.SyncMode
+	SyncStats() blob.SyncStats
+}
+
 func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReporter) (*metrics, error) {
 	m := &metrics{
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -82,7 +89,23 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 			return float64(pick(u))
 		}
 	}
+	syncMode, syncStats := "none", func() blob.SyncStats { return blob.SyncStats{} }
+	if sr, ok := store.(syncReporter); ok {
+		syncMode, syncStats = string(sr.SyncMode()), sr.SyncStats
+	}
 	collectors := []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_sync_batches_total",
+			Help: "Whole-file-system syncs run in batch sync mode, each shared by every write or delete waiting for one when it started.",
+		}, func() float64 { return float64(syncStats().Syncs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_sync_batch_waits_total",
+			Help: "Waits ended by batch-mode syncs (two per write, one per delete); divided by dfs_node_sync_batches_total, the mean batch size.",
+		}, func() float64 { return float64(syncStats().Waits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_sync_batch_seconds_total",
+			Help: "Time spent in batch-mode syncs.",
+		}, func() float64 { return syncStats().Time.Seconds() }),
 		m.writes, m.reads, m.deletes, m.rehashes, m.received, m.sent, m.requests, m.duration, m.registrations,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_blobs", Help: "Blobs stored."},
 			usage(func(u blob.Usage) int64 { return u.Blobs })),
@@ -95,7 +118,8 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_capacity_bytes", Help: "Configured limit on stored bytes (0 = unlimited)."},
 			usage(func(u blob.Usage) int64 { return u.CapacityBytes })),
 		prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dfs_node_info", Help: "Always 1; labels identify the node.", ConstLabels: prometheus.Labels{"node_id": nodeID},
+			Name: "dfs_node_info", Help: "Always 1; labels identify the node and how it makes writes durable.",
+			ConstLabels: prometheus.Labels{"node_id": nodeID, "sync_mode": syncMode},
 		}),
 	}
 	for _, c := range collectors {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -358,7 +359,7 @@ func TestMetrics(t *testing.T) {
 		`dfs_node_blobs 1`,
 		`dfs_node_stored_bytes 5`,
 		`dfs_node_capacity_bytes 0`,
-		`dfs_node_info{node_id="node-9"} 1`,
+		fmt.Sprintf(`dfs_node_info{node_id="node-9",sync_mode=%q} 1`, blob.DefaultSyncMode()),
 		`dfs_node_blob_writes_total{outcome="created"} 1`,
 		`dfs_node_blob_writes_total{outcome="exists"} 1`,
 		`dfs_node_blob_writes_total{outcome="checksum_mismatch"} 1`,
@@ -377,6 +378,54 @@ func TestMetrics(t *testing.T) {
 	require.NotContains(t, text, id, "no label carries a raw path")
 	require.Positive(t, gaugeValue(t, n, "dfs_node_free_bytes"))
 	require.Positive(t, gaugeValue(t, n, "dfs_node_disk_total_bytes"))
+}
+
+// TestSyncModeVariable shows STORAGE_SYNC_MODE taking effect: the node logs
+// and labels its mode, and only batch mode counts shared syncs, two for a
+// write and one for a delete.
+func TestSyncModeVariable(t *testing.T) {
+	for _, tc := range []struct {
+		mode         blob.SyncMode
+		syncs, waits float64
+	}{
+		{blob.SyncFile, 0, 0},
+		{blob.SyncBatch, 3, 3},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			if tc.mode == blob.SyncBatch && blob.BatchSyncSupported() != nil {
+				t.Skipf("batch sync mode: %v", blob.BatchSyncSupported())
+			}
+			n := startNode(t, map[string]string{"STORAGE_SYNC_MODE": string(tc.mode)})
+			opened := n.Logs("data directory opened")
+			require.Len(t, opened, 1)
+			require.Equal(t, string(tc.mode), opened[0]["sync_mode"])
+
+			id := uuid.NewString()
+			resp, _ := n.put(t, id, []byte("durable bytes"))
+			require.Equal(t, http.StatusCreated, resp.StatusCode)
+			resp, _ = n.request(t, http.MethodDelete, "/internal/blobs/"+id, nil, nil)
+			require.Equal(t, http.StatusNoContent, resp.StatusCode)
+
+			_, body := n.request(t, http.MethodGet, "/metrics", nil, nil)
+			require.Contains(t, string(body), fmt.Sprintf(`dfs_node_info{node_id="node-1",sync_mode=%q} 1`, tc.mode)+"\n")
+			require.Equal(t, tc.syncs, counterValue(t, n, "dfs_node_sync_batches_total"))
+			require.Equal(t, tc.waits, counterValue(t, n, "dfs_node_sync_batch_waits_total"))
+		})
+	}
+}
+
+// counterValue reads a counter without labels from the node's registry.
+func counterValue(t *testing.T, n *node, name string) float64 {
+	t.Helper()
+	mfs, err := n.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s is not registered", name)
+	return 0
 }
 
 // gaugeValue reads a gauge from the node's registry.
