@@ -67,6 +67,7 @@ func (r *writeReq) answer(err error) {
 // connection and commits the queued write transactions in batches.
 type committer struct {
 	write   *sql.DB
+	ws      stmtSet // prepared statements, the savepoints among them
 	queue   chan *writeReq
 	closing chan struct{} // closed when Close begins
 	stopped chan struct{} // closed when the goroutine has returned
@@ -78,9 +79,10 @@ type committer struct {
 	commits atomic.Int64
 }
 
-func newCommitter(write *sql.DB) *committer {
+func newCommitter(write *sql.DB, ws stmtSet) *committer {
 	c := &committer{
 		write:   write,
+		ws:      ws,
 		queue:   make(chan *writeReq, MaxBatch),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -214,7 +216,7 @@ func (c *committer) run(batch []*writeReq) {
 			continue
 		}
 		c.ran.Add(1)
-		fnErr, txErr := runMember(ctx, tx, r)
+		fnErr, txErr := runMember(ctx, c.ws, tx, r)
 		if txErr != nil {
 			// SQLite may have rolled the whole transaction back (it does so
 			// for some I/O, full-disk and memory errors): nothing of the
@@ -261,18 +263,18 @@ func (c *committer) run(batch []*writeReq) {
 // rolling back to it when fn fails. fnErr is fn's error; txErr is set when
 // the savepoint statements fail, which leaves the transaction in a state the
 // batch cannot rely on.
-func runMember(ctx context.Context, tx *sql.Tx, r *writeReq) (fnErr, txErr error) {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT `+savepoint); err != nil {
+func runMember(ctx context.Context, ws stmtSet, tx *sql.Tx, r *writeReq) (fnErr, txErr error) {
+	if _, err := ws.exec(ctx, tx, sqlSavepoint); err != nil {
 		return nil, err
 	}
 	if fnErr = callFn(r, tx); fnErr == nil {
-		_, txErr = tx.ExecContext(ctx, `RELEASE `+savepoint)
+		_, txErr = ws.exec(ctx, tx, sqlRelease)
 		return nil, txErr
 	}
-	if _, err := tx.ExecContext(ctx, `ROLLBACK TO `+savepoint); err != nil {
+	if _, err := ws.exec(ctx, tx, sqlRollbackTo); err != nil {
 		return fnErr, err
 	}
-	_, txErr = tx.ExecContext(ctx, `RELEASE `+savepoint)
+	_, txErr = ws.exec(ctx, tx, sqlRelease)
 	return fnErr, txErr
 }
 

@@ -12,6 +12,31 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
+// The write path's statements, prepared once on the write connection (see
+// stmtSet); a query outside writeQueries runs unprepared.
+const (
+	sqlInsertFile = `INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status,
+				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version)
+			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1)`
+	sqlInsertReplica = `INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at, version)
+		VALUES (?, ?, ?, ?, ?, ?)`
+	sqlUpdateFile = `UPDATE files
+			SET file_name = ?, content_type = ?, size_bytes = ?, checksum = NULLIF(?, ''), status = ?,
+				status_reason = NULLIF(?, ''), primary_node_id = NULLIF(?, ''), replication_factor = ?,
+				ring_position = ?, idempotency_key = NULLIF(?, ''), updated_at = ?, version = version + 1
+			WHERE id = ? AND version = ?
+			RETURNING created_at, version`
+	sqlReplicasOf = `SELECT id, node_id, status, created_at, updated_at, version
+		FROM file_replicas WHERE file_id = ?`
+	sqlUpdateReplica = `UPDATE file_replicas SET status = ?, updated_at = ?, version = ? WHERE id = ?`
+	sqlDeleteReplica = `DELETE FROM file_replicas WHERE id = ?`
+	sqlTouchFile     = `UPDATE files SET updated_at = ? WHERE id = ?`
+	sqlDeleteFile    = `DELETE FROM files WHERE id = ?`
+)
+
+// writeQueries are prepared when the store opens.
+var writeQueries = []string{sqlInsertFile, sqlInsertReplica, sqlUpdateFile, sqlReplicasOf, sqlUpdateReplica, sqlDeleteReplica, sqlTouchFile, sqlDeleteFile, sqlSavepoint, sqlRelease, sqlRollbackTo}
+
 // fileColumns are read with COALESCE so that optional text columns, NULL when
 // empty, scan into plain strings.
 const fileColumns = `f.id, f.file_name, f.content_type, f.size_bytes, COALESCE(f.checksum, ''), f.status,
@@ -123,9 +148,7 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), rules.Time(c.UpdatedAt)
 	c.Version = 1
 	err := s.writeTx(ctx, "create file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status,
-				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version)
-			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1)`,
+		if _, err := s.ws.exec(ctx, tx, sqlInsertFile,
 			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
 		); err != nil {
@@ -134,7 +157,7 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 		for i := range c.Replicas {
 			r := &c.Replicas[i]
 			r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
-			if err := insertReplica(ctx, tx, r); err != nil {
+			if err := insertReplica(ctx, s.ws, tx, r); err != nil {
 				return err
 			}
 		}
@@ -153,11 +176,17 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	return nil
 }
 
-func insertReplica(ctx context.Context, tx *sql.Tx, r *meta.Replica) error {
-	return tx.QueryRowContext(ctx, `INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at, version)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-		r.FileID, r.NodeID, string(r.Status), micros(r.CreatedAt), micros(r.UpdatedAt), r.Version,
-	).Scan(&r.ID)
+// insertReplica inserts r and sets its ID. The ID is the row's rowid
+// (file_replicas.id is INTEGER PRIMARY KEY), read back without RETURNING,
+// which costs SQLite a temporary table per statement.
+func insertReplica(ctx context.Context, ws stmtSet, tx *sql.Tx, r *meta.Replica) error {
+	res, err := ws.exec(ctx, tx, sqlInsertReplica,
+		r.FileID, r.NodeID, string(r.Status), micros(r.CreatedAt), micros(r.UpdatedAt), r.Version)
+	if err != nil {
+		return err
+	}
+	r.ID, err = res.LastInsertId()
+	return err
 }
 
 // UpdateFile writes rec's fields (all but ID and CreatedAt) and replaces its
@@ -173,12 +202,7 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	t := rules.Now()
 	err := s.writeTx(ctx, "update file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		var created int64
-		err := tx.QueryRowContext(ctx, `UPDATE files
-			SET file_name = ?, content_type = ?, size_bytes = ?, checksum = NULLIF(?, ''), status = ?,
-				status_reason = NULLIF(?, ''), primary_node_id = NULLIF(?, ''), replication_factor = ?,
-				ring_position = ?, idempotency_key = NULLIF(?, ''), updated_at = ?, version = version + 1
-			WHERE id = ? AND version = ?
-			RETURNING created_at, version`,
+		err := s.ws.queryRow(ctx, tx, sqlUpdateFile,
 			c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ID, c.Version,
 		).Scan(&created, &c.Version)
@@ -190,7 +214,7 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 			return err
 		}
 		c.CreatedAt, c.UpdatedAt = fromMicros(created), t
-		return replaceReplicas(ctx, tx, &c, t)
+		return replaceReplicas(ctx, s.ws, tx, &c, t)
 	})
 	if err != nil {
 		return err
@@ -201,9 +225,8 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 
 // replaceReplicas makes the stored replica set of c equal to c.Replicas,
 // inside the write transaction.
-func replaceReplicas(ctx context.Context, tx *sql.Tx, c *meta.FileRecord, t time.Time) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, node_id, status, created_at, updated_at, version
-		FROM file_replicas WHERE file_id = ?`, c.ID)
+func replaceReplicas(ctx context.Context, ws stmtSet, tx *sql.Tx, c *meta.FileRecord, t time.Time) error {
+	rows, err := ws.query(ctx, tx, sqlReplicasOf, c.ID)
 	if err != nil {
 		return err
 	}
@@ -224,23 +247,28 @@ func replaceReplicas(ctx context.Context, tx *sql.Tx, c *meta.FileRecord, t time
 		return err
 	}
 	changed, added, removed := rules.MergeReplicas(stored, c.Replicas)
+	// The transaction holds the write lock, so the versions just read are
+	// the stored ones.
+	storedVersion := make(map[int64]int64, len(stored))
+	for _, r := range stored {
+		storedVersion[r.ID] = r.Version
+	}
 	for _, i := range changed {
 		r := &c.Replicas[i]
-		r.UpdatedAt = t
-		if err := tx.QueryRowContext(ctx, `UPDATE file_replicas SET status = ?, updated_at = ?, version = version + 1
-			WHERE id = ? RETURNING version`, string(r.Status), micros(t), r.ID).Scan(&r.Version); err != nil {
+		r.UpdatedAt, r.Version = t, storedVersion[r.ID]+1
+		if _, err := ws.exec(ctx, tx, sqlUpdateReplica, string(r.Status), micros(t), r.Version, r.ID); err != nil {
 			return err
 		}
 	}
 	for _, i := range added {
 		r := &c.Replicas[i]
 		r.CreatedAt, r.UpdatedAt, r.Version = t, t, 1
-		if err := insertReplica(ctx, tx, r); err != nil {
+		if err := insertReplica(ctx, ws, tx, r); err != nil {
 			return err
 		}
 	}
 	for _, id := range removed {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM file_replicas WHERE id = ?`, id); err != nil {
+		if _, err := ws.exec(ctx, tx, sqlDeleteReplica, id); err != nil {
 			return err
 		}
 	}
@@ -254,7 +282,7 @@ func (s *Store) TouchFile(ctx context.Context, id string) error {
 	}
 	now := rules.Now()
 	return s.writeTx(ctx, "touch file "+id, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE files SET updated_at = ? WHERE id = ?`, micros(now), id)
+		res, err := s.ws.exec(ctx, tx, sqlTouchFile, micros(now), id)
 		if err != nil {
 			return err
 		}
@@ -275,7 +303,7 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 		return nil
 	}
 	return s.writeTx(ctx, "delete file "+id, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
+		_, err := s.ws.exec(ctx, tx, sqlDeleteFile, id)
 		return err
 	})
 }

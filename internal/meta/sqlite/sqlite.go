@@ -54,6 +54,7 @@ type Store struct {
 	write *sql.DB // one connection; writes reach it only through the committer
 	read  *sql.DB // read-only connections
 	w     *committer
+	ws    stmtSet // the write path's prepared statements
 
 	// stmts holds the prepared read statements of the hot paths, keyed by
 	// their text: parsing a query costs more than running it (a download's
@@ -76,6 +77,11 @@ func dsn(path string, readOnly bool) string {
 	} else {
 		// journal_mode is stored in the file; setting it on the writer is enough.
 		q.Add("_pragma", "journal_mode(WAL)")
+		// Each member of a batch runs in a savepoint, whose undo log (the
+		// statement journal) is a temporary file by default: a page write
+		// there per page a member touches. It never needs to outlive the
+		// transaction, so it lives in memory.
+		q.Add("_pragma", "temp_store(MEMORY)")
 		q.Set("_txlock", "immediate")
 	}
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
@@ -108,7 +114,13 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	s := &Store{write: write, read: read, w: newCommitter(write)}
+	ws, err := prepareSet(ctx, write, writeQueries)
+	if err != nil {
+		_ = write.Close()
+		_ = read.Close()
+		return nil, fail(ctx, err, "prepare statements")
+	}
+	s := &Store{write: write, read: read, ws: ws, w: newCommitter(write, ws)}
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -149,6 +161,7 @@ func (s *Store) Close() error {
 		errList = append(errList, st.Close())
 	}
 	s.stmts = nil
+	errList = append(errList, s.ws.close())
 	s.stmtMu.Unlock()
 	return errors.Join(append(errList, s.write.Close(), s.read.Close())...)
 }
