@@ -138,7 +138,7 @@ func (b *bench) baselines(ctx context.Context) error {
 		}
 		s.add(baseDisk, "MB/s", mbps)
 	}
-	_ = os.RemoveAll(dir)
+	// The published 4 KiB files stay until the bench ends (see keepData).
 	figs := s.figures()
 	rename(figs, baseHTTPPost, fmt.Sprintf("loopback HTTP POST 4 KiB ×%d", b.clients))
 	rename(figs, baseHTTPPostP+"50", "loopback POST p50")
@@ -182,7 +182,6 @@ func fsyncLoop(ctx context.Context, dir string, n int, warm, window time.Duratio
 			return loopResult{}, err
 		}
 	}
-	defer os.RemoveAll(filepath.Join(dir, "fsync"))
 	r := closedLoop(ctx, n, warm, window, func(_ context.Context, w, i int) error {
 		d := filepath.Join(dir, "fsync", strconv.Itoa(w))
 		f, err := os.CreateTemp(d, ".tmp-*")

@@ -48,6 +48,7 @@ func (b *bench) small(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	bc.keepData = true
 	defer bc.stop()
 	s := newSeries()
 	var (
@@ -328,6 +329,7 @@ func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
 	if err != nil {
 		return err
 	}
+	bc.keepData = true
 	defer bc.stop()
 
 	var mu sync.Mutex
