@@ -112,7 +112,8 @@ func TestLeaseContentionSkipsInsteadOfRacing(t *testing.T) {
 
 func TestRedisCacheServesReadsAndLosingRedisChangesNoOutcome(t *testing.T) {
 	rs := redistest.Start(t)
-	h := newHarness(t, "sqlite", 3, map[string]string{"REDIS_URL": rs.URL(), "CACHE_METADATA_TTL": "1m"})
+	// The in-memory cache would answer before Redis: off, so Redis is what is tested.
+	h := newHarness(t, "sqlite", 3, map[string]string{"REDIS_URL": rs.URL(), "CACHE_METADATA_TTL": "1m", "LOCAL_CACHE_ENTRIES": "0"})
 	data := payload(1000, 1)
 	res := h.upload("f", data)
 	for range 3 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
 	LogFormat string
+	// PprofAddr, when set, is a separate listener serving Go's profiles at
+	// /debug/pprof/ (PPROF_ADDR).
+	PprofAddr string
 	// ShutdownTimeout bounds how long a stopping node waits for requests in
 	// flight (not configurable from the environment; default 10s).
 	ShutdownTimeout time.Duration
@@ -90,6 +94,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
+	c.PprofAddr = l.String("PPROF_ADDR", "")
 	c.ShutdownTimeout = DefaultShutdownTimeout
 	return c, errors.Join(l.Err(), c.Validate())
 }
@@ -130,6 +135,9 @@ func (c Config) Validate() error {
 	}
 	if c.CapacityBytes < 0 {
 		bad("STORAGE_CAPACITY_BYTES", fmt.Sprint(c.CapacityBytes), "must not be negative")
+	}
+	if err := debugserver.ValidateAddr(c.PprofAddr); err != nil {
+		bad("PPROF_ADDR", c.PprofAddr, err.Error())
 	}
 	switch c.SyncMode {
 	case blob.SyncFile:

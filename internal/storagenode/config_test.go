@@ -49,6 +49,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"STORAGE_SYNC_MODE":       "File",
 		"LOG_LEVEL":               "DEBUG",
 		"LOG_FORMAT":              "json",
+		"PPROF_ADDR":              "127.0.0.1:6061",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, storagenode.Config{
@@ -65,6 +66,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		SyncMode:             blob.SyncFile,
 		LogLevel:             "debug",
 		LogFormat:            "json",
+		PprofAddr:            "127.0.0.1:6061",
 		ShutdownTimeout:      10 * time.Second,
 	}, cfg)
 }
@@ -103,6 +105,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"STORAGE_SYNC_MODE", "fsync"},
 		{"LOG_LEVEL", "verbose"},
 		{"LOG_FORMAT", "xml"},
+		{"PPROF_ADDR", "6061"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			_, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{tc.name: tc.value}))

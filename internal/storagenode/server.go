@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -127,6 +128,11 @@ func (s *Server) Run(ctx context.Context) error {
 // let requests in flight finish (for at most the shutdown timeout), close
 // the store.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.cfg.PprofAddr != "" {
+		if _, err := debugserver.Start(ctx, s.cfg.PprofAddr, s.log); err != nil {
+			return errors.Join(err, ln.Close(), s.store.Close())
+		}
+	}
 	srv := &http.Server{
 		Handler: s.handler,
 		// No read or write timeout: a blob transfer may rightly take minutes.

@@ -2,11 +2,13 @@ package storagenode_test
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -461,4 +463,22 @@ func TestUnsafeIDsNeverReachTheDisk(t *testing.T) {
 	b, err := os.ReadFile(outside)
 	require.NoError(t, err)
 	require.Equal(t, "secret", string(b))
+}
+
+func TestPprofAddrServesProfilesOnItsOwnListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	n := startNode(t, map[string]string{"PPROF_ADDR": addr})
+	require.Eventually(t, func() bool { // Serve opens it as it starts
+		resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 10*time.Millisecond)
+	resp, _ := n.request(t, http.MethodGet, "/debug/pprof/", nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "never on the node's own port")
 }
