@@ -54,6 +54,7 @@ func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra 
 		// node fails during the bench.
 		"HEALTH_CHECK_INTERVAL=1s",
 	}, extra...)
+	env = append(env, b.coordEnv...)
 	bc := &benchCluster{dataDir: dir, dropDB: func() {}}
 	if b.pprof {
 		addr, err := freeAddr()
@@ -73,7 +74,7 @@ func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra 
 	}
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		BinDir: b.binDir, DataDir: dir, Nodes: nodes,
-		CoordinatorEnv: env, NodeEnv: []string{"LOG_LEVEL=" + b.logLevel},
+		CoordinatorEnv: env, NodeEnv: append([]string{"LOG_LEVEL=" + b.logLevel}, b.nodeEnv...),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnExit: func(name string, err error) { b.logf("%s exited unexpectedly: %v", name, err) },
 	})

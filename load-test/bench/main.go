@@ -45,6 +45,9 @@ type bench struct {
 	logLevel    string
 	perf        bool
 	pprof       bool
+	// coordEnv and nodeEnv are extra KEY=VALUE settings (-coordinator-env,
+	// -node-env), for measuring one setting against another.
+	coordEnv, nodeEnv envList
 
 	runs         int
 	clients      int
@@ -62,6 +65,19 @@ func (b *bench) logf(format string, args ...any) {
 
 func main() {
 	os.Exit(run(os.Args[1:]))
+}
+
+// envList is a repeatable KEY=VALUE flag.
+type envList []string
+
+func (l *envList) String() string { return strings.Join(*l, " ") }
+
+func (l *envList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return errors.New("want KEY=VALUE")
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 // sizeValue is a flag of bytes with units (256MiB).
@@ -98,6 +114,8 @@ func run(args []string) int {
 	fs.StringVar(&b.logLevel, "log-level", "warn", "LOG_LEVEL of every process (the product default is info: one line per request)")
 	fs.BoolVar(&b.perf, "perf", false, "profile the coordinator's CPU with perf during the first 4 KiB upload run")
 	fs.BoolVar(&b.pprof, "pprof", false, "fetch the coordinator's Go CPU and allocation profiles (PPROF_ADDR) over the first 4 KiB upload and download runs, into profiles/ beside the JSON")
+	fs.Var(&b.coordEnv, "coordinator-env", "extra KEY=VALUE for every coordinator (repeatable), e.g. LOCAL_CACHE_ENTRIES=0")
+	fs.Var(&b.nodeEnv, "node-env", "extra KEY=VALUE for every storage node (repeatable), e.g. STORAGE_SYNC_MODE=file")
 	fs.IntVar(&b.runs, "runs", 3, "runs of every measurement")
 	fs.IntVar(&b.clients, "clients", 32, "concurrent clients for the 4 KiB rates and the rebalance's uploads")
 	fs.DurationVar(&b.window, "window", 10*time.Second, "measured time of each rate run")
