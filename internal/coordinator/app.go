@@ -117,6 +117,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
 		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: lock,
+		Parallelism: cfg.RebalanceParallelism,
 	})
 	a.files, err = files.New(files.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: userReconciler{rec}, Logger: log,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/rebalance"
 )
 
 // Config is every setting of the coordinator. LoadConfig documents the
@@ -35,6 +36,7 @@ type Config struct {
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
+	RebalanceParallelism        int           // REBALANCE_PARALLELISM: files one rebalance run reconciles at once
 	SpoolMemoryMax              int64         // SPOOL_MEMORY_MAX: largest upload held in memory rather than a spool file
 	SpoolMemoryLimit            int64         // SPOOL_MEMORY_LIMIT: memory all in-memory uploads may hold at once
 	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
@@ -71,6 +73,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
+		RebalanceParallelism:        l.Int("REBALANCE_PARALLELISM", rebalance.DefaultParallelism, 1, 1024),
 		SpoolMemoryMax:              l.Size("SPOOL_MEMORY_MAX", 256<<10),
 		SpoolMemoryLimit:            l.Size("SPOOL_MEMORY_LIMIT", 16<<20),
 		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),

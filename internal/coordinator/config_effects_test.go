@@ -323,3 +323,17 @@ func TestLocalCacheEntriesAnswersRepeatedLookupsFromMemory(t *testing.T) {
 	readTwice(pg)
 	require.Equal(t, "0", metric(pg, "dfs_local_cache_misses_total"), "PostgreSQL, shared by coordinators, is never cached locally")
 }
+
+func TestRebalanceParallelismReachesTheRebalancer(t *testing.T) {
+	// The bound itself is tested in internal/rebalance
+	// (TestParallelismBoundsFilesReconciledAtOnce); here, that the variable
+	// is the one the coordinator's rebalancer uses.
+	for env, want := range map[string]int{"": 32, "3": 3} {
+		vars := map[string]string{}
+		if env != "" {
+			vars["REBALANCE_PARALLELISM"] = env
+		}
+		h := newHarness(t, "sqlite", 0, vars)
+		require.Equal(t, want, h.app.rebalancer.Parallelism())
+	}
+}

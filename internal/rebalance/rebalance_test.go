@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,4 +115,47 @@ func TestRunSkipsWhenAnotherHoldsTheLease(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.Skipped)
 	require.Empty(t, st.calls, "a skipped run reads nothing")
+}
+
+// gatedReconciler holds every reconcile until released and counts how many
+// run at once.
+type gatedReconciler struct {
+	release          chan struct{}
+	started          chan string
+	running, maxSeen atomic.Int32
+}
+
+func (g *gatedReconciler) Reconcile(_ context.Context, id string) (reconcile.Outcome, error) {
+	n := g.running.Add(1)
+	defer g.running.Add(-1)
+	for m := g.maxSeen.Load(); n > m && !g.maxSeen.CompareAndSwap(m, n); m = g.maxSeen.Load() {
+	}
+	g.started <- id
+	<-g.release
+	return reconcile.Outcome{FileID: id}, nil
+}
+
+func TestParallelismBoundsFilesReconciledAtOnce(t *testing.T) {
+	for _, p := range []int{1, 3, 8} {
+		g := &gatedReconciler{release: make(chan struct{}), started: make(chan string, 64)}
+		b := New(Options{Store: &recordingStore{}, Reconciler: g, Ring: func() *ring.Ring { return ring.New(100, "n1") }, Parallelism: p})
+		ids := make([]string, 20)
+		for i := range ids {
+			ids[i] = string(rune('a' + i))
+		}
+		done := make(chan Report)
+		go func() { done <- b.RunFiles(context.Background(), Manual, "", ids) }()
+		for range p { // p reconciles start without any finishing
+			<-g.started
+		}
+		select {
+		case id := <-g.started:
+			t.Fatalf("parallelism %d: a reconcile of %s started beyond the bound", p, id)
+		case <-time.After(50 * time.Millisecond):
+		}
+		close(g.release)
+		rep := <-done
+		require.Equal(t, 20, rep.FilesScanned)
+		require.EqualValues(t, p, g.maxSeen.Load())
+	}
 }
