@@ -212,11 +212,18 @@ func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, r
 	}
 	if rec.SizeBytes <= s.opt.DownloadBuffer {
 		// Small enough to verify completely before the first byte is sent.
-		data, err := io.ReadAll(io.LimitReader(obj.Body, rec.SizeBytes+1))
+		// One buffer of the known size (and a byte more, to notice a longer
+		// copy) instead of io.ReadAll's growing ones.
+		buf := make([]byte, rec.SizeBytes+1)
+		got, err := fill(obj.Body, buf)
 		obj.Body.Close()
-		if err != nil {
+		switch {
+		case err == nil:
+			got = len(buf) // the copy is longer than the file: caught below
+		case err != io.EOF:
 			return nil, errs.Wrap(errs.Unavailable, err, "read copy on %s", n)
 		}
+		data := buf[:got]
 		if sum := sha256.Sum256(data); int64(len(data)) != rec.SizeBytes || hex.EncodeToString(sum[:]) != rec.Checksum {
 			s.quarantine(ctx, rec.ID, n, "bytes do not match the file's checksum")
 			return nil, errs.E(errs.Corrupt, "copy on %s does not match the file's checksum", n)
