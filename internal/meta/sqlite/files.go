@@ -63,18 +63,26 @@ func (r *fileRow) file() meta.File {
 	return f
 }
 
-// getRecord reads a file and its replicas in one statement, so the two are
-// one snapshot. where selects the file by the one argument.
-func (s *Store) getRecord(ctx context.Context, where string, arg any) (meta.FileRecord, bool, error) {
-	stmt, err := s.readStmt(ctx, `SELECT `+fileColumns+`,
+// recordQuery reads a file and its replicas in one statement, so the two are
+// one snapshot; where selects the file by one argument.
+func recordQuery(where string) string {
+	return `SELECT ` + fileColumns + `,
 			r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
 		FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
-		WHERE `+where+`
-		ORDER BY r.node_id`)
-	if err != nil {
-		return meta.FileRecord{}, false, err
-	}
-	rows, err := stmt.QueryContext(ctx, arg)
+		WHERE ` + where + `
+		ORDER BY r.node_id`
+}
+
+// The read path's lookups, prepared on the read pool when the store opens.
+var (
+	sqlFileByID  = recordQuery(`f.id = ?`)
+	sqlFileByKey = recordQuery(`f.idempotency_key = ?`)
+	readQueries  = []string{sqlFileByID, sqlFileByKey}
+)
+
+// getRecord runs one of the record queries with its argument.
+func (s *Store) getRecord(ctx context.Context, query string, arg any) (meta.FileRecord, bool, error) {
+	rows, err := s.rs.queryPool(ctx, s.read, query, arg)
 	if err != nil {
 		return meta.FileRecord{}, false, err
 	}
@@ -107,7 +115,7 @@ func (s *Store) GetFile(ctx context.Context, id string) (meta.FileRecord, error)
 	if !rules.CanonicalFileID(id) {
 		return meta.FileRecord{}, rules.FileNotFound(id)
 	}
-	rec, found, err := s.getRecord(ctx, `f.id = ?`, id)
+	rec, found, err := s.getRecord(ctx, sqlFileByID, id)
 	if err != nil {
 		return meta.FileRecord{}, fail(ctx, err, "get file "+id)
 	}
@@ -122,7 +130,7 @@ func (s *Store) FileByIdempotencyKey(ctx context.Context, key string) (meta.File
 	if key == "" {
 		return meta.FileRecord{}, errs.E(errs.NotFound, "no file has an empty idempotency key")
 	}
-	rec, found, err := s.getRecord(ctx, `f.idempotency_key = ?`, key)
+	rec, found, err := s.getRecord(ctx, sqlFileByKey, key)
 	if err != nil {
 		return meta.FileRecord{}, fail(ctx, err, "find file by idempotency key")
 	}

@@ -13,14 +13,16 @@ const (
 	sqlRollbackTo = `ROLLBACK TO ` + savepoint
 )
 
-// stmtSet holds statements prepared once on the write pool's one connection.
-// Parsing a statement costs SQLite more than running it, and an upload runs
-// a dozen; a transaction reuses them through Tx.StmtContext, which finds the
-// statement already prepared on its connection.
+// stmtSet holds statements prepared once, when the store opens: parsing a
+// statement costs SQLite more than running it, and an upload runs a dozen.
+// The write set lives on the write pool's one connection, and a transaction
+// reuses it through Tx.StmtContext, which finds the statement already
+// prepared there; the read set lives on the read pool, where database/sql
+// prepares it again on each connection as it first uses it.
 //
-// They are prepared when the store opens, never lazily: preparing needs the
-// pool's only connection, which the committer holds for the whole of a
-// batch, so a prepare from inside a transaction would wait for itself.
+// Never prepared lazily: preparing needs the write pool's only connection,
+// which the committer holds for the whole of a batch, so a prepare from
+// inside a transaction would wait for itself.
 type stmtSet map[string]*sql.Stmt
 
 func prepareSet(ctx context.Context, db *sql.DB, queries []string) (stmtSet, error) {
@@ -64,4 +66,12 @@ func (ss stmtSet) query(ctx context.Context, tx *sql.Tx, q string, args ...any) 
 		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return tx.QueryContext(ctx, q, args...)
+}
+
+// queryPool runs q on db, the pool the set was prepared on.
+func (ss stmtSet) queryPool(ctx context.Context, db *sql.DB, q string, args ...any) (*sql.Rows, error) {
+	if st := ss[q]; st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return db.QueryContext(ctx, q, args...)
 }

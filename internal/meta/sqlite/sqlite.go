@@ -32,7 +32,6 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
-	"sync"
 	"time"
 
 	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
@@ -55,12 +54,7 @@ type Store struct {
 	read  *sql.DB // read-only connections
 	w     *committer
 	ws    stmtSet // the write path's prepared statements
-
-	// stmts holds the prepared read statements of the hot paths, keyed by
-	// their text: parsing a query costs more than running it (a download's
-	// lookup spent most of its store time in sqlite3_prepare).
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
+	rs    stmtSet // the read path's prepared statements, on the read pool
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -116,11 +110,13 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	read.SetMaxIdleConns(readers)
 	ws, err := prepareSet(ctx, write, writeQueries)
 	if err != nil {
-		_ = write.Close()
-		_ = read.Close()
-		return nil, fail(ctx, err, "prepare statements")
+		return nil, errors.Join(fail(ctx, err, "prepare statements"), write.Close(), read.Close())
 	}
-	s := &Store{write: write, read: read, ws: ws, w: newCommitter(write, ws)}
+	rs, err := prepareSet(ctx, read, readQueries)
+	if err != nil {
+		return nil, errors.Join(fail(ctx, err, "prepare statements"), ws.close(), write.Close(), read.Close())
+	}
+	s := &Store{write: write, read: read, ws: ws, rs: rs, w: newCommitter(write, ws)}
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -155,34 +151,7 @@ func migrate(ctx context.Context, path string, logger *slog.Logger) error {
 // and both pools. It may be called more than once.
 func (s *Store) Close() error {
 	s.w.close()
-	s.stmtMu.Lock()
-	var errList []error
-	for _, st := range s.stmts {
-		errList = append(errList, st.Close())
-	}
-	s.stmts = nil
-	errList = append(errList, s.ws.close())
-	s.stmtMu.Unlock()
-	return errors.Join(append(errList, s.write.Close(), s.read.Close())...)
-}
-
-// readStmt returns query prepared on the read pool, preparing it on first
-// use. database/sql re-prepares it on each pooled connection as needed.
-func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if st, ok := s.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := s.read.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if s.stmts == nil {
-		s.stmts = map[string]*sql.Stmt{}
-	}
-	s.stmts[query] = st
-	return st, nil
+	return errors.Join(s.ws.close(), s.rs.close(), s.write.Close(), s.read.Close())
 }
 
 // writeTx runs fn as one all-or-nothing write transaction through the
