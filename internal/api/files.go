@@ -7,11 +7,11 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -121,13 +121,9 @@ func contentDisposition(name string) string {
 	return "attachment"
 }
 
-// copyBufs holds the buffers downloads stream through, so a small download
-// does not allocate a large buffer on every request.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
-
 func copyBody(w io.Writer, r io.Reader) (int64, error) {
-	buf := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(buf)
+	buf := bufpool.Get()
+	defer bufpool.Put(buf)
 	return io.CopyBuffer(w, r, *buf)
 }
 

@@ -9,23 +9,17 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/errs"
 )
-
-// bufSize is the copy buffer: large enough that a write costs few system
-// calls, small enough that many concurrent transfers stay cheap. Memory per
-// transfer is this buffer whatever the blob's size.
-const bufSize = 256 << 10
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
 
 // receiveCopy copies src to dst, hashing as it goes, and returns the number of
 // bytes written and their SHA-256. size >= 0 is the declared length: a body
 // longer or shorter than it is errs.Invalid. A read error from src is
 // errs.Invalid (the sender's body broke off); a cancelled ctx stops the copy.
 func receiveCopy(ctx context.Context, dst io.Writer, src io.Reader, size int64) (int64, string, error) {
-	bufp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bufp)
+	bufp := bufpool.Get()
+	defer bufpool.Put(bufp)
 	buf := *bufp
 	h := sha256.New()
 	var n int64
@@ -63,8 +57,8 @@ func receiveCopy(ctx context.Context, dst io.Writer, src io.Reader, size int64) 
 // hashReader returns the SHA-256 of everything r yields and its length,
 // stopping early when ctx is cancelled.
 func hashReader(ctx context.Context, r io.Reader) (string, int64, error) {
-	bufp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bufp)
+	bufp := bufpool.Get()
+	defer bufpool.Put(bufp)
 	buf := *bufp
 	h := sha256.New()
 	var n int64

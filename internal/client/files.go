@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -208,9 +209,9 @@ func (c *Client) Download(ctx context.Context, id string, w io.Writer, opts Down
 	if full {
 		sink = io.MultiWriter(dst, hash)
 	}
-	buf := copyBuffers.Get().(*[]byte)
+	buf := bufpool.Get()
 	n, err := io.CopyBuffer(sink, resp.Body, *buf)
-	copyBuffers.Put(buf)
+	bufpool.Put(buf)
 	info.Bytes = n
 	switch {
 	case dst.err != nil:
@@ -259,14 +260,6 @@ func downloadInfo(resp *http.Response) DownloadInfo {
 	}
 	return info
 }
-
-// copyBufferSize is the download's copy buffer: large enough that a
-// transfer of gigabytes is not dominated by system calls.
-const copyBufferSize = 256 << 10
-
-// copyBuffers are shared by downloads, so that one of a few kilobytes does
-// not allocate (and zero) a quarter of a megabyte.
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
 
 // writeTracker remembers the destination's own failure, so that it is not
 // mistaken for a broken transfer.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -124,8 +125,8 @@ func (s *Service) spool(body io.Reader) (*spooled, error) {
 		sp.remove()
 		return nil, errs.Wrap(errs.Other, err, "write upload spool file")
 	}
-	buf := getBuffer()
-	defer putBuffer(buf)
+	buf := bufpool.Get()
+	defer bufpool.Put(buf)
 	n, err := io.CopyBuffer(w, body, *buf)
 	sp.size = int64(len(head)) + n
 	switch {

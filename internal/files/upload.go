@@ -414,8 +414,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
-
-func getBuffer() *[]byte  { return bufPool.Get().(*[]byte) }
-func putBuffer(b *[]byte) { bufPool.Put(b) }
