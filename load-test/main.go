@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -47,24 +46,12 @@ func (s sizeFlag) Set(v string) error {
 	return nil
 }
 
-// listFlag collects a repeated flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error {
-	if !strings.Contains(v, "=") {
-		return errors.New("want KEY=VALUE")
-	}
-	*l = append(*l, v)
-	return nil
-}
-
 func run(args []string) int {
 	fs := flag.NewFlagSet("load-test", flag.ContinueOnError)
 	var (
 		opts      harness.Options
-		coordEnv  listFlag
-		nodeEnv   listFlag
+		coordEnv  harness.EnvList
+		nodeEnv   harness.EnvList
 		kill      = fs.String("kill", "", "process to kill -9 and restart: node-<i> or coordinator (local cluster only)")
 		killAfter = fs.Duration("kill-after", 10*time.Second, "when the first kill happens, from the start of the traffic")
 		downFor   = fs.Duration("down-for", 15*time.Second, "how long the killed process stays down")

@@ -234,7 +234,7 @@ func reservePorts(o Options, hasCoordinator bool) ([]int, error) {
 	if o.NodeBasePort == 0 {
 		free += o.Nodes
 	}
-	picked, err := freePorts(o.Host, free)
+	picked, err := FreePorts(o.Host, free)
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +263,10 @@ func reservePorts(o Options, hasCoordinator bool) ([]int, error) {
 	return ports, nil
 }
 
-// freePorts returns n distinct ports that were free a moment ago. All n
-// listeners are open at once so that the kernel cannot hand out one port twice.
-func freePorts(host string, n int) ([]int, error) {
+// FreePorts returns n distinct ports on host that were free a moment ago.
+// All n listeners are open at once so that the kernel cannot hand out one
+// port twice.
+func FreePorts(host string, n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))

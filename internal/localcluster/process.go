@@ -323,7 +323,7 @@ func (c *Cluster) AddNode(ctx context.Context) (string, error) {
 			return "", err
 		}
 	} else {
-		ports, err := freePorts(c.opts.Host, 1)
+		ports, err := FreePorts(c.opts.Host, 1)
 		if err != nil {
 			c.mu.Unlock()
 			return "", err

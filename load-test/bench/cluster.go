@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -57,12 +58,12 @@ func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra 
 	env = append(env, b.coordEnv...)
 	bc := &benchCluster{dataDir: dir, dropDB: func() {}}
 	if b.pprof {
-		addr, err := freeAddr()
+		ports, err := localcluster.FreePorts("127.0.0.1", 1)
 		if err != nil {
 			return nil, err
 		}
-		bc.pprofAddr = addr
-		env = append(env, "PPROF_ADDR="+addr)
+		bc.pprofAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+		env = append(env, "PPROF_ADDR="+bc.pprofAddr)
 	}
 	if b.databaseURL != "" {
 		dbURL, drop, err := freshDatabase(ctx, b.databaseURL)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/load-test/harness"
 )
 
 // The phases, in the order they run.
@@ -47,7 +48,7 @@ type bench struct {
 	pprof       bool
 	// coordEnv and nodeEnv are extra KEY=VALUE settings (-coordinator-env,
 	// -node-env), for measuring one setting against another.
-	coordEnv, nodeEnv envList
+	coordEnv, nodeEnv harness.EnvList
 
 	runs         int
 	clients      int
@@ -65,19 +66,6 @@ func (b *bench) logf(format string, args ...any) {
 
 func main() {
 	os.Exit(run(os.Args[1:]))
-}
-
-// envList is a repeatable KEY=VALUE flag.
-type envList []string
-
-func (l *envList) String() string { return strings.Join(*l, " ") }
-
-func (l *envList) Set(v string) error {
-	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
-		return errors.New("want KEY=VALUE")
-	}
-	*l = append(*l, v)
-	return nil
 }
 
 // sizeValue is a flag of bytes with units (256MiB).

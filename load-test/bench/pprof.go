@@ -4,22 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 )
-
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
-}
 
 // startProfiles fetches the coordinator's CPU profile over the measured
 // window of a rate run (after warm) and its allocation profile at the end,

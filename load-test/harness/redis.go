@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/localcluster"
 )
 
 // redisStartTimeout bounds how long a starting redis-server may take to
@@ -51,7 +52,7 @@ func StartRedis(ctx context.Context, dir string) (*Redis, error) {
 	// Another process may take the port between the probe and the bind; a
 	// few attempts make that harmless.
 	for attempt := 0; ; attempt++ {
-		ports, err := freePorts(1)
+		ports, err := localcluster.FreePorts("127.0.0.1", 1)
 		if err != nil {
 			return nil, err
 		}
@@ -154,18 +155,4 @@ func ping(addr string) error {
 		return errs.E(errs.Unavailable, "PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
-}
-
-// freePorts returns n loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errs.Wrap(errs.Unavailable, err, "pick a free port")
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
