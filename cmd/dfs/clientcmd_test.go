@@ -252,6 +252,22 @@ func TestGet(t *testing.T) {
 		require.Equal(t, exitFailed, code, "an existing file is not replaced")
 		require.Contains(t, stderr, "report.pdf exists; use -f")
 	})
+	t.Run("answered from the content cache", func(t *testing.T) {
+		f.mu.Lock()
+		f.fromCache = true
+		f.mu.Unlock()
+		defer func() { f.mu.Lock(); f.fromCache = false; f.mu.Unlock() }()
+		dir := t.TempDir()
+		code, stdout, stderr := dfs(t, f.srv.URL, "", "get", "-o", filepath.Join(dir, "a"), id)
+		require.Equal(t, exitOK, code, stderr)
+		require.Contains(t, stdout, "saved "+filepath.Join(dir, "a")+" (17 B, SHA-256 verified, from the coordinator's content cache)")
+		code, stdout, stderr = dfs(t, f.srv.URL, "", "get", "-json", "-o", filepath.Join(dir, "b"), id)
+		require.Equal(t, exitOK, code, stderr)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+		require.Equal(t, true, out["fromCache"])
+		require.NotContains(t, out, "servedBy")
+	})
 	t.Run("flags after the id, into a directory", func(t *testing.T) {
 		dir := t.TempDir()
 		code, _, stderr := dfs(t, f.srv.URL, "", "get", id, "-o", dir)

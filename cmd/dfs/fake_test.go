@@ -37,6 +37,7 @@ type fakeCoordinator struct {
 	// fail forces an answer on a route, keyed by its pattern ("GET /api/nodes").
 	fail          map[string]fakeAnswer
 	corrupt       bool              // downloads declare a checksum the bytes do not have
+	fromCache     bool              // downloads say they came from the content cache
 	uploadStatus  client.FileStatus // default ACTIVE
 	uploadReason  string
 	deletePending []string // nodes a delete cannot reach
@@ -185,13 +186,18 @@ func (f *fakeCoordinator) download(w http.ResponseWriter, r *http.Request) {
 	if f.corrupt {
 		checksum = "00" + checksum[2:]
 	}
+	fromCache := f.fromCache
 	f.mu.Unlock()
 	h := w.Header()
 	h.Set("Content-Length", strconv.Itoa(len(ff.data)))
 	h.Set("Content-Type", ff.meta.ContentType)
 	h.Set("ETag", `"`+checksum+`"`)
 	h.Set("X-Checksum-Sha256", checksum)
-	h.Set("X-Served-By-Node", "node-2")
+	if fromCache {
+		h.Set("X-Served-From", "content-cache")
+	} else {
+		h.Set("X-Served-By-Node", "node-2")
+	}
 	w.Write(ff.data)
 }
 

@@ -197,15 +197,20 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 			SizeBytes int64  `json:"sizeBytes"`
 			Checksum  string `json:"checksum"`
 			Verified  bool   `json:"verified"`
-			ServedBy  string `json:"servedBy"`
-		}{id, dest, info.Bytes, info.Checksum, info.Verified, info.ServedBy})
+			ServedBy  string `json:"servedBy,omitempty"`
+			FromCache bool   `json:"fromCache,omitempty"`
+		}{id, dest, info.Bytes, info.Checksum, info.Verified, info.ServedBy, info.FromCache})
 		return exitOK
 	}
 	check := "not checked: the coordinator sent no checksum"
 	if info.Verified {
 		check = "SHA-256 verified"
 	}
-	fmt.Fprintf(cc.s.out, "saved %s (%s, %s, served by %s)\n", dest, humanBytes(info.Bytes), check, info.ServedBy)
+	from := "served by " + info.ServedBy
+	if info.FromCache {
+		from = "from the coordinator's content cache"
+	}
+	fmt.Fprintf(cc.s.out, "saved %s (%s, %s, %s)\n", dest, humanBytes(info.Bytes), check, from)
 	return exitOK
 }
 

@@ -95,7 +95,11 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 	h.Set("ETag", `"`+d.File.Checksum+`"`)
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("Last-Modified", d.File.CreatedAt.UTC().Format(http.TimeFormat))
-	h.Set("X-Served-By-Node", d.ServedBy)
+	if d.FromCache {
+		h.Set("X-Served-From", "content-cache")
+	} else {
+		h.Set("X-Served-By-Node", d.ServedBy)
+	}
 	h.Set("X-Checksum-Sha256", d.File.Checksum)
 	status := http.StatusOK
 	if d.Range != nil {

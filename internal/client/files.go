@@ -164,7 +164,8 @@ type DownloadOptions struct {
 // DownloadInfo describes a finished download.
 type DownloadInfo struct {
 	Status       int    // 200, or 206 for a range
-	ServedBy     string // X-Served-By-Node: the node whose copy was sent
+	ServedBy     string // X-Served-By-Node: the node whose copy was sent; empty when FromCache
+	FromCache    bool   // X-Served-From: content-cache: the coordinator answered from its content cache
 	Size         int64  // the whole file's size in bytes
 	Bytes        int64  // how many bytes were written to w
 	Checksum     string // the file's SHA-256 (hex) as the coordinator declared it
@@ -238,6 +239,7 @@ func downloadInfo(resp *http.Response) DownloadInfo {
 	info := DownloadInfo{
 		Status:       resp.StatusCode,
 		ServedBy:     h.Get("X-Served-By-Node"),
+		FromCache:    h.Get("X-Served-From") == "content-cache",
 		Size:         resp.ContentLength,
 		Checksum:     h.Get("X-Checksum-Sha256"),
 		ContentType:  h.Get("Content-Type"),

@@ -21,6 +21,7 @@ import (
 	"github.com/dfs-project/dfs/internal/api"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/localcache"
@@ -46,7 +47,8 @@ type App struct {
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
 	metrics    *metrics.Coordinator
-	redis      *redisx.Client // nil without REDIS_URL
+	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
+	redis      *redisx.Client      // nil without REDIS_URL
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
 }
@@ -59,7 +61,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	a := &App{cfg: cfg, log: log, store: base, events: make(chan membership.Event, 1024)}
-	a.metrics = metrics.NewCoordinator(reg, metrics.Options{Ring: func() *ring.Ring { return a.members.Ring() }})
+	a.content = contentcache.New(cfg.ContentCacheSize, cfg.ContentCacheMaxFile)
+	a.metrics = metrics.NewCoordinator(reg, metrics.Options{
+		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
+	})
 	reg.MustRegister(metrics.NewFilesByStatus(base.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
 
 	// Redis is an optimisation: a cache in front of the store, leases that
@@ -123,7 +128,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: userReconciler{rec}, Logger: log,
 		ReplicationFactor: cfg.ReplicationFactor, MaxFileSize: cfg.MaxFileSize,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"), VerifyOnDownload: cfg.VerifyChecksumOnDownload,
-		DownloadBuffer: cfg.DownloadBufferSize, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
+		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
 	})

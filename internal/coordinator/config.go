@@ -36,6 +36,8 @@ type Config struct {
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
+	ContentCacheSize            int64         // CONTENT_CACHE_SIZE: memory for verified bytes of small files (0: off)
+	ContentCacheMaxFile         int64         // CONTENT_CACHE_MAX_FILE: the largest file the content cache keeps
 	RebalanceParallelism        int           // REBALANCE_PARALLELISM: files one rebalance run reconciles at once
 	SpoolMemoryMax              int64         // SPOOL_MEMORY_MAX: largest upload held in memory rather than a spool file
 	SpoolMemoryLimit            int64         // SPOOL_MEMORY_LIMIT: memory all in-memory uploads may hold at once
@@ -73,6 +75,8 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
+		ContentCacheSize:            l.Size("CONTENT_CACHE_SIZE", 0),
+		ContentCacheMaxFile:         l.Size("CONTENT_CACHE_MAX_FILE", 64<<10),
 		RebalanceParallelism:        l.Int("REBALANCE_PARALLELISM", rebalance.DefaultParallelism, 1, 1024),
 		SpoolMemoryMax:              l.Size("SPOOL_MEMORY_MAX", 256<<10),
 		SpoolMemoryLimit:            l.Size("SPOOL_MEMORY_LIMIT", 16<<20),
@@ -95,6 +99,16 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.DownloadBufferSize > 64<<20 {
 		problems = append(problems, fmt.Errorf("DOWNLOAD_BUFFER_SIZE=%d: at most 64MiB (it is held in memory per download)", c.DownloadBufferSize))
+	}
+	if c.ContentCacheSize < 0 {
+		problems = append(problems, fmt.Errorf("CONTENT_CACHE_SIZE=%d: must not be negative (0 turns the cache off)", c.ContentCacheSize))
+	}
+	if c.ContentCacheSize > 0 && (c.ContentCacheMaxFile <= 0 || c.ContentCacheMaxFile > c.DownloadBufferSize) {
+		problems = append(problems, fmt.Errorf("CONTENT_CACHE_MAX_FILE=%d: must be positive and at most DOWNLOAD_BUFFER_SIZE (%d): only files verified whole before they are sent are cached",
+			c.ContentCacheMaxFile, c.DownloadBufferSize))
+	}
+	if c.ContentCacheSize > 0 && !c.VerifyChecksumOnDownload {
+		problems = append(problems, fmt.Errorf("CONTENT_CACHE_SIZE=%d needs VERIFY_CHECKSUM_ON_DOWNLOAD=true: only verified bytes are cached", c.ContentCacheSize))
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -295,15 +296,17 @@ func TestSpoolMemoryMaxDecidesWhereUploadsWait(t *testing.T) {
 	}
 }
 
-func TestLocalCacheEntriesAnswersRepeatedLookupsFromMemory(t *testing.T) {
-	metric := func(h *harness, name string) string {
-		for line := range strings.SplitSeq(string(h.get("/metrics").body), "\n") {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				return v
-			}
+// metric is the value of an unlabelled series on /metrics, or "absent".
+func (h *harness) metric(name string) string {
+	for line := range strings.SplitSeq(string(h.get("/metrics").body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
 		}
-		return "absent"
 	}
+	return "absent"
+}
+
+func TestLocalCacheEntriesAnswersRepeatedLookupsFromMemory(t *testing.T) {
 	readTwice := func(h *harness) {
 		res := h.upload("f", []byte("cached"))
 		for range 2 {
@@ -312,16 +315,60 @@ func TestLocalCacheEntriesAnswersRepeatedLookupsFromMemory(t *testing.T) {
 	}
 	on := newHarness(t, "sqlite", 3, nil)
 	readTwice(on)
-	require.NotEqual(t, "0", metric(on, "dfs_local_cache_hits_total"), "the second read came from memory")
+	require.NotEqual(t, "0", on.metric("dfs_local_cache_hits_total"), "the second read came from memory")
 
 	off := newHarness(t, "sqlite", 3, map[string]string{"LOCAL_CACHE_ENTRIES": "0"})
 	readTwice(off)
-	require.Equal(t, "0", metric(off, "dfs_local_cache_hits_total"))
-	require.Equal(t, "0", metric(off, "dfs_local_cache_misses_total"), "no lookup passes a cache that is off")
+	require.Equal(t, "0", off.metric("dfs_local_cache_hits_total"))
+	require.Equal(t, "0", off.metric("dfs_local_cache_misses_total"), "no lookup passes a cache that is off")
 
 	pg := newHarness(t, "postgres", 3, nil)
 	readTwice(pg)
-	require.Equal(t, "0", metric(pg, "dfs_local_cache_misses_total"), "PostgreSQL, shared by coordinators, is never cached locally")
+	require.Equal(t, "0", pg.metric("dfs_local_cache_misses_total"), "PostgreSQL, shared by coordinators, is never cached locally")
+}
+
+func TestContentCacheAnswersRepeatedDownloadsWithoutNodes(t *testing.T) {
+	// Off by default: every download names the node that sent it.
+	off := newHarness(t, "sqlite", 3, nil)
+	res := off.upload("f", []byte("small"))
+	for range 2 {
+		r := off.get("/api/files/" + res.FileID)
+		require.Equal(t, http.StatusOK, r.StatusCode)
+		require.NotEmpty(t, r.Header.Get("X-Served-By-Node"))
+		require.Empty(t, r.Header.Get("X-Served-From"))
+	}
+	require.Equal(t, "0", off.metric("dfs_content_cache_hits_total"))
+
+	// On, with PostgreSQL too: entries are keyed by the file's checksum, so
+	// a shared database is no reason to refuse them.
+	for _, kind := range []string{"sqlite", "postgres"} {
+		h := newHarness(t, kind, 3, map[string]string{"CONTENT_CACHE_SIZE": "1MiB", "CONTENT_CACHE_MAX_FILE": "1KiB"})
+		small := h.upload("small", []byte("hot and small"))
+		large := h.upload("large", bytes.Repeat([]byte("L"), 2048))
+		first := h.get("/api/files/" + small.FileID)
+		require.Equal(t, "hot and small", string(first.body))
+		require.NotEmpty(t, first.Header.Get("X-Served-By-Node"), kind)
+
+		// Every node stopped: the small file is still served, from memory.
+		for id := range h.nodes {
+			h.stopNode(id)
+		}
+		again := h.get("/api/files/" + small.FileID)
+		require.Equal(t, http.StatusOK, again.StatusCode, kind)
+		require.Equal(t, "hot and small", string(again.body))
+		require.Equal(t, "content-cache", again.Header.Get("X-Served-From"))
+		require.Empty(t, again.Header.Get("X-Served-By-Node"), "no node sent these bytes")
+		part := h.get("/api/files/"+small.FileID, "Range", "bytes=4-6")
+		require.Equal(t, http.StatusPartialContent, part.StatusCode)
+		require.Equal(t, "and", string(part.body))
+
+		// Over CONTENT_CACHE_MAX_FILE: never kept, so it needs a node.
+		require.Equal(t, http.StatusServiceUnavailable, h.get("/api/files/"+large.FileID).StatusCode, kind)
+		require.Equal(t, "2", h.metric("dfs_content_cache_hits_total"), kind)
+		require.Equal(t, "1", h.metric("dfs_content_cache_misses_total"), kind)
+		require.Equal(t, "1", h.metric("dfs_content_cache_entries"), kind)
+		require.Contains(t, string(h.get("/metrics").body), `dfs_downloads_total{node="(content-cache)"} 2`)
+	}
 }
 
 func TestRebalanceParallelismReachesTheRebalancer(t *testing.T) {

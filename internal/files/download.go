@@ -76,8 +76,12 @@ func unsatisfiable(size int64) error {
 
 // Download is an open read of a file from one of its holders.
 type Download struct {
-	File      meta.File
-	ServedBy  string
+	File meta.File
+	// ServedBy is the node whose copy is sent; empty when FromCache.
+	ServedBy string
+	// FromCache says the bytes come from the coordinator's content cache
+	// (verified when they were put there) and no node was asked.
+	FromCache bool
 	Failovers int
 	Range     *ByteRange // nil for the whole file
 	// Body yields the bytes. With verification on, reading the last byte of a
@@ -110,6 +114,9 @@ func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, 
 	if err != nil {
 		return nil, err
 	}
+	if d, ok := s.fromCache(rec, rng); ok {
+		return d, nil
+	}
 	holders := s.holders(rec)
 	var failures []string
 	for i, n := range holders {
@@ -129,6 +136,35 @@ func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, 
 		return nil, errs.E(errs.Unavailable, "file %s has no active copy", id)
 	}
 	return nil, errs.E(errs.Unavailable, "no holder of file %s could serve it (%s)", id, strings.Join(failures, "; "))
+}
+
+// fromCache answers a download from the content cache when the file's
+// verified bytes are there.
+func (s *Service) fromCache(rec meta.FileRecord, rng *ByteRange) (*Download, bool) {
+	c := s.opt.ContentCache
+	if !s.cacheable(rec.File) {
+		return nil, false
+	}
+	data, ok := c.Get(rec.ID, rec.Checksum)
+	s.opt.Events.ContentCache(ok)
+	if !ok || int64(len(data)) != rec.SizeBytes {
+		return nil, false
+	}
+	body := data
+	if rng != nil {
+		body = data[rng.Start : rng.Start+rng.Length]
+	}
+	n := int64(len(body))
+	return &Download{
+		File: rec.File, FromCache: true, Range: rng,
+		Body: &countingBody{rc: io.NopCloser(bytes.NewReader(body)), done: func(int64) { s.opt.Events.Downloaded("", 0, n) }},
+	}, true
+}
+
+// cacheable says whether the content cache may hold rec's bytes: only bytes
+// verified whole before they are sent are put there.
+func (s *Service) cacheable(rec meta.File) bool {
+	return s.opt.VerifyOnDownload && rec.SizeBytes <= s.opt.DownloadBuffer && s.opt.ContentCache.Fits(rec.SizeBytes)
 }
 
 // countingBody reports the bytes read through it when it is closed.
@@ -227,6 +263,9 @@ func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, r
 		if sum := sha256.Sum256(data); int64(len(data)) != rec.SizeBytes || hex.EncodeToString(sum[:]) != rec.Checksum {
 			s.quarantine(ctx, rec.ID, n, "bytes do not match the file's checksum")
 			return nil, errs.E(errs.Corrupt, "copy on %s does not match the file's checksum", n)
+		}
+		if s.cacheable(rec.File) {
+			s.opt.ContentCache.Put(rec.ID, rec.Checksum, data)
 		}
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}

@@ -33,6 +33,7 @@ type gateNodes struct {
 	fail     map[string]error
 	hold     map[string]chan struct{} // a Put to this node also waits on its channel
 	quiet    bool                     // benchmarks: do not report started writes
+	gets     atomic.Int32             // reads asked of any node
 }
 
 func newGateNodes(ids ...string) *gateNodes {
@@ -68,6 +69,7 @@ func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int
 }
 
 func (g *gateNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+	g.gets.Add(1)
 	rc, info, err := g.stores[base].Fetch(ctx, id)
 	if err != nil {
 		return nil, err

@@ -149,6 +149,7 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	case prior == meta.FilePending:
 		return DeleteResult{}, errs.E(errs.Conflict, "file %s is still being uploaded", id)
 	}
+	s.opt.ContentCache.Remove(id) // the record already refuses reads; this frees the memory
 	out, err := s.opt.Reconciler.Reconcile(ctx, id)
 	if err != nil {
 		s.log.Warn("delete recorded but copies not yet removed; the repair loop will finish it", "file", id, "err", err)

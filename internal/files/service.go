@@ -17,6 +17,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
@@ -67,6 +68,10 @@ type Options struct {
 	// before its first byte is sent, so a corrupt copy there never reaches the
 	// client at all; larger files are verified while they stream.
 	DownloadBuffer int64
+	// ContentCache, when not nil, keeps the verified bytes of small files
+	// read whole (at most DownloadBuffer) and answers repeated downloads of
+	// them without asking a storage node.
+	ContentCache *contentcache.Cache
 	// ReplicaConcurrency bounds copy writes in flight across all uploads.
 	ReplicaConcurrency int
 	// PendingTouch is how often a running upload refreshes its PENDING row.
@@ -81,6 +86,9 @@ type Events interface {
 	// Spooled says where an upload's body was held: memory or a spool file.
 	Spooled(inMemory bool)
 	Downloaded(servedBy string, failovers int, bytes int64)
+	// ContentCache says whether a download that the content cache could hold
+	// was answered from it.
+	ContentCache(hit bool)
 	ChecksumMismatch(nodeID string)
 	Deleted(complete bool)
 	Verified(corruptCopies int)
@@ -91,6 +99,7 @@ type noEvents struct{}
 func (noEvents) Uploaded(meta.FileStatus, int64) {}
 func (noEvents) Spooled(bool)                    {}
 func (noEvents) Downloaded(string, int, int64)   {}
+func (noEvents) ContentCache(bool)               {}
 func (noEvents) ChecksumMismatch(string)         {}
 func (noEvents) Deleted(bool)                    {}
 func (noEvents) Verified(int)                    {}

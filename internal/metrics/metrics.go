@@ -46,6 +46,9 @@ type Options struct {
 	// dfs_redis_errors_total may take; any other name is counted as "other".
 	// Empty means DefaultRedisOps.
 	RedisOps []string
+	// ContentCache reports the content cache's entries and bytes at scrape
+	// time; nil means the gauges read 0 (no cache).
+	ContentCache func() (entries int, bytes int64)
 }
 
 // Coordinator records the coordinator's metrics. Its methods are safe for
@@ -83,6 +86,9 @@ type Coordinator struct {
 	redisErrors *prometheus.CounterVec
 
 	localHits, localMisses prometheus.Counter
+
+	contentHits, contentMisses prometheus.Counter
+	contentUsage               func() (int, int64)
 }
 
 var _ files.Events = (*Coordinator)(nil)
@@ -116,11 +122,15 @@ const (
 
 // Placeholders that keep labels bounded and never empty.
 const (
-	otherMethod    = "OTHER"
-	otherOp        = "other"
-	otherTrigger   = "OTHER"
-	unknownNode    = "unknown"
-	unmatchedRoute = "unmatched"
+	otherMethod  = "OTHER"
+	otherOp      = "other"
+	otherTrigger = "OTHER"
+	unknownNode  = "unknown"
+	// contentCacheLabel is the node label of downloads answered from the
+	// content cache; a node id must start with a letter or digit, so no node
+	// can have it.
+	contentCacheLabel = "(content-cache)"
+	unmatchedRoute    = "unmatched"
 )
 
 // httpBuckets run from a health probe to a large upload or download, which
@@ -160,7 +170,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		uploadBytes: counter("dfs_upload_bytes_total", "Bytes of files uploaded (counted once per file, not per copy)."),
 		uploadSpool: counterVec("dfs_upload_spool_total",
 			"Upload bodies by where the coordinator held them while writing copies: memory (small bodies, within SPOOL_MEMORY_LIMIT) or disk.", "where"),
-		downloads:     counterVec("dfs_downloads_total", "Downloads by the storage node that served them.", "node"),
+		downloads:     counterVec("dfs_downloads_total", "Downloads by the storage node that served them; (content-cache) for those answered from the content cache.", "node"),
 		failovers:     counter("dfs_download_failovers_total", "Times a download moved on to the next holder because one failed."),
 		downloadBytes: counter("dfs_download_bytes_total", "Bytes of files sent to clients by downloads."),
 		deletes: counterVec("dfs_deletes_total",
@@ -197,6 +207,14 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 			"File metadata lookups answered by the coordinator's own memory (embedded store only, LOCAL_CACHE_ENTRIES)."),
 		localMisses: counter("dfs_local_cache_misses_total",
 			"File metadata lookups the coordinator's own memory could not answer."),
+		contentHits: counter("dfs_content_cache_hits_total",
+			"Downloads answered from the coordinator's content cache without a storage node (CONTENT_CACHE_SIZE)."),
+		contentMisses: counter("dfs_content_cache_misses_total",
+			"Downloads of files small enough for the content cache that it did not hold."),
+		contentUsage: o.ContentCache,
+	}
+	if c.contentUsage == nil {
+		c.contentUsage = func() (int, int64) { return 0, 0 }
 	}
 	reg.MustRegister(
 		c.requests, c.durations,
@@ -208,6 +226,13 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		}, c.ringNodes),
 		c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures, c.rebalanceDuration,
 		c.cacheHits, c.cacheMisses, c.redisErrors, c.localHits, c.localMisses,
+		c.contentHits, c.contentMisses,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "dfs_content_cache_entries", Help: "Files held by the content cache.",
+		}, func() float64 { n, _ := c.contentUsage(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "dfs_content_cache_bytes", Help: "Bytes the content cache holds, with a fixed overhead per file.",
+		}, func() float64 { _, b := c.contentUsage(); return float64(b) }),
 	)
 	for _, s := range uploadStatuses {
 		c.uploads.WithLabelValues(string(s))
@@ -279,9 +304,14 @@ func (c *Coordinator) Uploaded(status meta.FileStatus, bytes int64) {
 }
 
 // Downloaded records a download served by node servedBy after failovers
-// holders failed before it.
+// holders failed before it; an empty servedBy is a download answered from
+// the content cache.
 func (c *Coordinator) Downloaded(servedBy string, failovers int, bytes int64) {
-	c.downloads.WithLabelValues(nodeLabel(servedBy)).Inc()
+	label := contentCacheLabel
+	if servedBy != "" {
+		label = servedBy
+	}
+	c.downloads.WithLabelValues(label).Inc()
 	addCount(c.failovers, int64(failovers))
 	addCount(c.downloadBytes, bytes)
 }
@@ -350,6 +380,16 @@ func (c *Coordinator) CacheHit() { c.cacheHits.Inc() }
 
 // CacheMiss records a metadata lookup the cache could not answer.
 func (c *Coordinator) CacheMiss() { c.cacheMisses.Inc() }
+
+// ContentCache records whether a download the content cache could hold was
+// answered from it.
+func (c *Coordinator) ContentCache(hit bool) {
+	if hit {
+		c.contentHits.Inc()
+		return
+	}
+	c.contentMisses.Inc()
+}
 
 // LocalCacheHit records a lookup answered from the coordinator's memory.
 func (c *Coordinator) LocalCacheHit() { c.localHits.Inc() }

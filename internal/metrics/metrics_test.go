@@ -123,7 +123,10 @@ func TestFileEvents(t *testing.T) {
 	c.Downloaded("node-1", 0, 1000)
 	c.Downloaded("node-2", 2, 500)
 	c.Downloaded("node-2", -1, -5) // nonsense counts are ignored, never a panic
-	c.Downloaded("", 1, 1)
+	c.Downloaded("", 0, 1)         // answered from the content cache
+	c.ContentCache(true)
+	c.ContentCache(false)
+	c.ContentCache(false)
 	c.ChecksumMismatch("node-3")
 	c.ChecksumMismatch("node-3")
 
@@ -135,23 +138,33 @@ dfs_uploads_total{status="DEGRADED"} 1
 `
 	require.NoError(t, testutil.CollectAndCompare(reg, strings.NewReader(uploads), "dfs_uploads_total"))
 	downloads := `
-# HELP dfs_downloads_total Downloads by the storage node that served them.
+# HELP dfs_downloads_total Downloads by the storage node that served them; (content-cache) for those answered from the content cache.
 # TYPE dfs_downloads_total counter
+dfs_downloads_total{node="(content-cache)"} 1
 dfs_downloads_total{node="node-1"} 1
 dfs_downloads_total{node="node-2"} 2
-dfs_downloads_total{node="unknown"} 1
 `
 	require.NoError(t, testutil.CollectAndCompare(reg, strings.NewReader(downloads), "dfs_downloads_total"))
 
 	for name, want := range map[string]float64{
-		"dfs_upload_bytes_total":       123,
-		"dfs_download_bytes_total":     1501,
-		"dfs_download_failovers_total": 3,
+		"dfs_upload_bytes_total":         123,
+		"dfs_download_bytes_total":       1501,
+		"dfs_download_failovers_total":   2,
+		"dfs_content_cache_hits_total":   1,
+		"dfs_content_cache_misses_total": 2,
 	} {
 		require.Equal(t, want, sample(t, reg, name, nil).GetCounter().GetValue(), name)
 	}
 	require.Equal(t, 2.0, sample(t, reg, "dfs_checksum_mismatches_total",
 		map[string]string{"node": "node-3"}).GetCounter().GetValue())
+	// Without a cache the usage gauges read zero.
+	require.Zero(t, sample(t, reg, "dfs_content_cache_entries", nil).GetGauge().GetValue())
+}
+
+func TestContentCacheUsage(t *testing.T) {
+	_, reg := newCoordinator(t, metrics.Options{ContentCache: func() (int, int64) { return 3, 4096 }})
+	require.Equal(t, 3.0, sample(t, reg, "dfs_content_cache_entries", nil).GetGauge().GetValue())
+	require.Equal(t, 4096.0, sample(t, reg, "dfs_content_cache_bytes", nil).GetGauge().GetValue())
 }
 
 func TestDeletesAndVerifies(t *testing.T) {

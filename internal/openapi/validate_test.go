@@ -66,6 +66,12 @@ func TestValidAnswersPass(t *testing.T) {
 		{"ring, not a node named ring", "GET", "/api/nodes/ring", 200, jsonHeader(),
 			`{"physicalNodes":1,"virtualNodesPerNode":100,"totalRingPositions":100,"nodes":[{"nodeId":"node-1","keyspaceSharePercent":100}]}`},
 		{"download", "GET", "/api/files/" + fileID, 200, downloadHeader(), "%PDF-"},
+		{"download from the content cache", "GET", "/api/files/" + fileID, 200, func() http.Header {
+			h := downloadHeader()
+			h.Del("X-Served-By-Node")
+			h.Set("X-Served-From", "content-cache")
+			return h
+		}(), "%PDF-"},
 		{"range", "GET", "/api/files/" + fileID, 206, downloadHeader("Content-Range", "bytes 0-1/5"), "%P"},
 		{"range past the end", "GET", "/api/files/" + fileID, 416, jsonHeader("Content-Range", "bytes */5"),
 			strings.Replace(errorBody, `404,"error":"FILE_NOT_FOUND"`, `416,"error":"RANGE_NOT_SATISFIABLE"`, 1)},
@@ -121,7 +127,18 @@ func TestWrongAnswersFail(t *testing.T) {
 			h := downloadHeader()
 			h.Del("X-Served-By-Node")
 			return h
-		}(), "%PDF-"}, "X-Served-By-Node"},
+		}(), "%PDF-"}, "exactly one must be present"},
+		{sample{"download from a node and the cache at once", "GET", "/api/files/" + fileID, 200, func() http.Header {
+			h := downloadHeader()
+			h.Set("X-Served-From", "content-cache")
+			return h
+		}(), "%PDF-"}, "exactly one must be present"},
+		{sample{"unknown cache source", "GET", "/api/files/" + fileID, 200, func() http.Header {
+			h := downloadHeader()
+			h.Del("X-Served-By-Node")
+			h.Set("X-Served-From", "disk")
+			return h
+		}(), "%PDF-"}, "X-Served-From"},
 		{sample{"range without Content-Range", "GET", "/api/files/" + fileID, 206, downloadHeader(), "%P"}, "Content-Range"},
 		{sample{"no such operation", "PUT", "/api/files", 200, jsonHeader(), "{}"}, "no operation"},
 		{sample{"router 404 with another code", "GET", "/api/nothing", 404, jsonHeader(), errorBody}, "not NOT_FOUND"},

@@ -469,6 +469,35 @@ func TestConcurrentWritersAndClose(t *testing.T) {
 	require.NoError(t, reopened.Close())
 }
 
+// TestConcurrentReadersAndClose closes the store under readers that keep
+// going, as a background task finishing late does: each read either succeeds
+// or fails with an error, never with a data race (run with -race) or a panic.
+func TestConcurrentReadersAndClose(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s := withNode(t, openAt(t, filepath.Join(t.TempDir(), "metadata.db")))
+	ctx := context.Background()
+	rec := newRec("read-while-closing", "node-1")
+	require.NoError(t, s.CreateFile(ctx, rec))
+	results := make([]<-chan error, 8)
+	for i := range results {
+		results[i] = async(func() error {
+			for range 200 {
+				if _, err := s.GetFile(ctx, rec.ID); err != nil {
+					return nil // closed under it: an error is the right answer
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, s.Close())
+	for _, res := range results {
+		require.NoError(t, <-res)
+	}
+	_, err := s.GetFile(ctx, rec.ID)
+	require.Error(t, err, "a read after Close must fail")
+	require.NoError(t, s.Close(), "closing twice is harmless")
+}
+
 // TestCanceledBeforeItsTurn cancels a queued caller from inside the write
 // just ahead of it in the same batch. Whether the caller or the committer
 // notices first, the write gets its context's error and never runs.

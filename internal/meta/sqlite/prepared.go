@@ -37,11 +37,14 @@ func prepareSet(ctx context.Context, db *sql.DB, queries []string) (stmtSet, err
 	return set, nil
 }
 
+// close closes every statement. The map itself is left alone: a read that
+// races with Close (a background task finishing late) then gets the closed
+// statement's error instead of racing on the map, and closing twice is
+// harmless because a closed statement's Close does nothing.
 func (ss stmtSet) close() error {
 	var errList []error
-	for q, st := range ss {
+	for _, st := range ss {
 		errList = append(errList, st.Close())
-		delete(ss, q)
 	}
 	return errors.Join(errList...)
 }

@@ -120,6 +120,15 @@ func Validate(req *http.Request, status int, header http.Header, body []byte) er
 		return fmt.Errorf("%s %s answered %d, which the OpenAPI document does not allow: %w\nbody: %s",
 			req.Method, req.URL.Path, status, err, quote(body))
 	}
+	if route.Operation.OperationID == "downloadFile" && status < 300 {
+		// A rule OpenAPI headers cannot state: a download names where its
+		// bytes came from, a node or the content cache, and only one of them.
+		node, cache := header.Get("X-Served-By-Node") != "", header.Get("X-Served-From") != ""
+		if node == cache {
+			return fmt.Errorf("%s %s answered %d with X-Served-By-Node %q and X-Served-From %q: exactly one must be present",
+				req.Method, req.URL.Path, status, header.Get("X-Served-By-Node"), header.Get("X-Served-From"))
+		}
+	}
 	return nil
 }
 

@@ -1,0 +1,151 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files/contentcache"
+)
+
+// cacheEvents records what the service reports about the content cache.
+type cacheEvents struct {
+	noEvents
+	hits, misses int
+	servedBy     []string
+}
+
+func (e *cacheEvents) ContentCache(hit bool) {
+	if hit {
+		e.hits++
+	} else {
+		e.misses++
+	}
+}
+
+func (e *cacheEvents) Downloaded(servedBy string, _ int, _ int64) {
+	e.servedBy = append(e.servedBy, servedBy)
+}
+
+func readAll(t *testing.T, d *Download) string {
+	t.Helper()
+	defer d.Body.Close()
+	b, err := io.ReadAll(d.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestContentCacheAnswersRepeatedDownloadsWithoutANode(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true
+	ev := &cacheEvents{}
+	cache := contentcache.New(1<<20, 512)
+	s, _ := newService(t, nodes, ids, func(o *Options) { o.ContentCache = cache; o.Events = ev })
+	ctx := context.Background()
+	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("hot bytes")})
+	require.NoError(t, err)
+
+	d, err := s.Open(ctx, res.FileID, "")
+	require.NoError(t, err)
+	require.False(t, d.FromCache, "the first read has to come from a node")
+	require.NotEmpty(t, d.ServedBy)
+	require.Equal(t, "hot bytes", readAll(t, d))
+	require.EqualValues(t, 1, nodes.gets.Load())
+
+	// Every copy gone from every node: the cache still answers, and no node is asked.
+	for _, id := range ids {
+		require.NoError(t, nodes.stores[id].Remove(ctx, res.FileID))
+	}
+	d, err = s.Open(ctx, res.FileID, "")
+	require.NoError(t, err)
+	require.True(t, d.FromCache)
+	require.Empty(t, d.ServedBy)
+	require.Equal(t, "hot bytes", readAll(t, d))
+	d, err = s.Open(ctx, res.FileID, "bytes=4-")
+	require.NoError(t, err)
+	require.True(t, d.FromCache)
+	require.Equal(t, &ByteRange{Start: 4, Length: 5}, d.Range)
+	require.Equal(t, "bytes", readAll(t, d))
+	require.EqualValues(t, 1, nodes.gets.Load(), "no node was asked after the first read")
+	require.Equal(t, 2, ev.hits)
+	require.Equal(t, 1, ev.misses)
+	require.Len(t, ev.servedBy, 3)
+	require.NotEmpty(t, ev.servedBy[0])
+	require.Equal(t, []string{"", ""}, ev.servedBy[1:], "cache hits are reported with no node")
+
+	// A delete frees the entry, and the deleted file is refused before the cache is asked.
+	_, err = s.Delete(ctx, res.FileID)
+	require.NoError(t, err)
+	n, _ := cache.Usage()
+	require.Zero(t, n)
+	_, err = s.Open(ctx, res.FileID, "")
+	require.True(t, errs.Is(err, errs.NotFound), "%v", err)
+}
+
+func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true
+	cache := contentcache.New(1<<20, 64)
+	s, st := newService(t, nodes, ids, func(o *Options) { o.ContentCache = cache })
+	ctx := context.Background()
+
+	// Larger than the cache's per-file limit: read from a node every time.
+	big, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(bytes.Repeat([]byte("x"), 100))})
+	require.NoError(t, err)
+	for range 2 {
+		d, err := s.Open(ctx, big.FileID, "")
+		require.NoError(t, err)
+		require.False(t, d.FromCache)
+		readAll(t, d)
+	}
+	require.EqualValues(t, 2, nodes.gets.Load())
+
+	// A range read of a small file is not verified whole, so it fills nothing.
+	small, err := s.Upload(ctx, UploadRequest{FileName: "small", Body: strings.NewReader("0123456789")})
+	require.NoError(t, err)
+	d, err := s.Open(ctx, small.FileID, "bytes=0-3")
+	require.NoError(t, err)
+	require.False(t, d.FromCache)
+	readAll(t, d) // the fake nodes ignore ranges; what matters is that nothing was kept
+	n, _ := cache.Usage()
+	require.Zero(t, n, "a range read must not fill the cache")
+
+	// Every copy corrupt: the download fails and nothing is cached.
+	rec, err := st.GetFile(ctx, small.FileID)
+	require.NoError(t, err)
+	for _, r := range rec.Replicas {
+		require.True(t, nodes.stores[r.NodeID].Corrupt(small.FileID))
+	}
+	_, err = s.Open(ctx, small.FileID, "")
+	require.Error(t, err)
+	n, _ = cache.Usage()
+	require.Zero(t, n, "bytes that failed verification must never be cached")
+}
+
+func TestContentCacheNeedsVerification(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true
+	cache := contentcache.New(1<<20, 512)
+	s, _ := newService(t, nodes, ids, func(o *Options) { o.ContentCache = cache; o.VerifyOnDownload = false })
+	ctx := context.Background()
+	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("unverified")})
+	require.NoError(t, err)
+	for range 2 {
+		d, err := s.Open(ctx, res.FileID, "")
+		require.NoError(t, err)
+		require.False(t, d.FromCache)
+		require.Equal(t, "unverified", readAll(t, d))
+	}
+	n, _ := cache.Usage()
+	require.Zero(t, n)
+}
+
+var _ Events = (*cacheEvents)(nil)
