@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -156,4 +157,46 @@ func TestBatchRemoveWaitsForASync(t *testing.T) {
 	// waiting may have left the unlinks not yet durable.
 	require.NoError(t, d.Remove(context.Background(), testID))
 	require.Equal(t, before+2, s.calls.Load())
+}
+
+// TestLargeCopiesAreSyncedAlone checks that in batch mode a copy over
+// BatchSyncMax takes file mode's own fsyncs and no shared sync, that it makes
+// the shard directories a batched write created durable itself (their sync
+// may not have happened), and that a copy of unknown size shares syncs.
+func TestLargeCopiesAreSyncedAlone(t *testing.T) {
+	requireBatch(t)
+	dir := t.TempDir()
+	d := openDiskOpts(t, dir, Options{SyncMode: SyncBatch, BatchSyncMax: 16})
+	ctx := context.Background()
+	small, large := []byte("ten bytes!"), bytes.Repeat([]byte("L"), 100)
+	const smallID, largeID = "abcd-small", "abcd-large" // the same shard
+
+	receive(t, d, smallID, small)
+	require.Equal(t, int64(2), d.SyncStats().Waits, "a small copy waits for two shared syncs")
+
+	var synced []string
+	orig := syncDir
+	syncDir = func(dir string) error { synced = append(synced, dir); return orig(dir) }
+	defer func() { syncDir = orig }()
+	receive(t, d, largeID, large)
+	require.Equal(t, int64(2), d.SyncStats().Waits, "a large copy shares no sync")
+	shard := filepath.Join(dir, "ab", "cd")
+	require.Subset(t, synced, []string{dir, filepath.Join(dir, "ab"), shard},
+		"the root and the shard's parent are synced even though the batched write created the directories")
+	c, err := d.Rehash(ctx, largeID)
+	require.NoError(t, err)
+	require.True(t, c.Intact())
+
+	// Unknown size: shared syncs, whatever the body turns out to be.
+	synced = nil
+	_, _, err = d.Receive(ctx, "abcd-unknown", sum(large), -1, bytes.NewReader(large))
+	require.NoError(t, err)
+	require.Equal(t, int64(4), d.SyncStats().Waits)
+	require.Empty(t, synced, "a batched copy fsyncs no directory")
+
+	// Every copy survives reopening.
+	require.NoError(t, d.Close())
+	d2 := openDiskOpts(t, dir, Options{SyncMode: SyncBatch, BatchSyncMax: 16})
+	require.Equal(t, int64(3), d2.Recovery().Blobs)
+	require.Zero(t, d2.Recovery().TempFilesRemoved)
 }

@@ -36,7 +36,7 @@ func openBenchDisk(b *testing.B, mode SyncMode) *Disk {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = d.Close() })
 	for i := range int64(benchShards * 8) {
-		_, err := d.ensureShard(benchID(i))
+		_, err := d.ensureShard(benchID(i), mode)
 		require.NoError(b, err)
 	}
 	return d

@@ -97,7 +97,15 @@ type Options struct {
 	// SyncMode is how a Disk makes each write durable ("" = DefaultSyncMode).
 	// Memory ignores it.
 	SyncMode SyncMode
+	// BatchSyncMax is, in batch mode, the largest copy (by declared size)
+	// that shares the file system syncs; a larger one is written with file
+	// mode's own fsyncs, so that it neither waits for everyone else's dirty
+	// data nor makes them wait for its own. <= 0 means DefaultBatchSyncMax.
+	BatchSyncMax int64
 }
+
+// DefaultBatchSyncMax is Options.BatchSyncMax when none is given.
+const DefaultBatchSyncMax = 1 << 20
 
 // Receiver writes blobs.
 type Receiver interface {

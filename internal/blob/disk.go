@@ -36,7 +36,11 @@ import (
 // A crash before step 4 therefore leaves no blob (at worst a temp file and a
 // sidecar without its blob), and after it a blob whose sidecar matches it.
 //
-// In batch mode no file is fsynced. Two syncs of the whole file system
+// In batch mode a copy larger than Options.BatchSyncMax follows file mode's
+// steps, with its own fsyncs, plus an fsync of both shard directories'
+// parents (a batched write may have created them without its sync yet); each
+// copy's guarantees hold on their own, so the two kinds mix freely. For every
+// other copy no file is fsynced. Two syncs of the whole file system
 // (syncfs), each shared by every write waiting for one when it starts
 // (syncGroup), divide the write into a data phase and a naming phase:
 //
@@ -96,6 +100,7 @@ type Disk struct {
 	recovery Recovery
 	mode     SyncMode
 	syncer   *syncGroup // batch mode only
+	batchMax int64      // batch mode: larger copies are written in file mode
 
 	// crashAt names a step at which Receive stops as if the process died
 	// there, leaving its files behind; tests use it to check the crash windows.
@@ -160,7 +165,11 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 		rootDir.Close()
 		return nil, fsError(err, "blob store: data directory %s", root)
 	}
-	d := &Disk{root: root, rootDir: rootDir, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}, mode: mode}
+	batchMax := opts.BatchSyncMax
+	if batchMax <= 0 {
+		batchMax = DefaultBatchSyncMax
+	}
+	d := &Disk{root: root, rootDir: rootDir, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}, mode: mode, batchMax: batchMax}
 	if mode == SyncBatch {
 		d.syncer = newSyncGroup(func() error { return syncFS(rootDir) })
 	}
@@ -236,20 +245,31 @@ func (d *Disk) Receive(ctx context.Context, id, checksum string, size int64, r i
 	return info, true, nil
 }
 
-// write runs the publication sequence of the store's sync mode (see Disk).
+// write runs the publication sequence of the copy's sync mode (see Disk).
 func (d *Disk) write(ctx context.Context, id, sum string, size int64, r io.Reader, cur held) (Info, error) {
-	dir, err := d.ensureShard(id)
+	mode := d.copyMode(size)
+	dir, err := d.ensureShard(id, mode)
 	if err != nil {
 		return Info{}, err
 	}
-	t, err := d.receiveTemp(ctx, dir, id, sum, size, r)
+	t, err := d.receiveTemp(ctx, dir, id, sum, size, r, mode)
 	if err != nil {
 		return Info{}, err
 	}
-	if d.mode == SyncBatch {
+	if mode == SyncBatch {
 		return d.publishBatched(ctx, t, cur)
 	}
 	return d.publishSynced(t, cur)
+}
+
+// copyMode is the sequence a copy of the declared size is written with: the
+// store's mode, except that in batch mode a copy larger than batchMax is
+// written in file mode. A size of -1 (unknown) stays in batch mode.
+func (d *Disk) copyMode(size int64) SyncMode {
+	if d.mode == SyncBatch && size > d.batchMax {
+		return SyncFile
+	}
+	return d.mode
 }
 
 // tempBlob is a received and verified body in a temp file, not yet published.
@@ -273,7 +293,7 @@ func (d *Disk) crash(step string) bool { return d.crashAt == step }
 // receiveTemp copies the body into a temp file in dir, hashing it, and
 // checks it against the declared checksum and size. In file mode the temp
 // file is fsynced. On failure nothing is left behind.
-func (d *Disk) receiveTemp(ctx context.Context, dir, id, sum string, size int64, r io.Reader) (tempBlob, error) {
+func (d *Disk) receiveTemp(ctx context.Context, dir, id, sum string, size int64, r io.Reader, mode SyncMode) (tempBlob, error) {
 	f, err := os.CreateTemp(dir, tempPattern(id))
 	if err != nil {
 		return tempBlob{}, fsError(err, "blob %s: create temp file", id)
@@ -293,7 +313,7 @@ func (d *Disk) receiveTemp(ctx context.Context, dir, id, sum string, size int64,
 	if actual != sum {
 		return tempBlob{}, errs.E(errs.Corrupt, "blob %s: body hashes to %s but %s was declared", id, actual, sum)
 	}
-	if d.mode == SyncFile {
+	if mode == SyncFile {
 		if err := f.Sync(); err != nil {
 			return tempBlob{}, fsError(err, "blob %s: sync", id)
 		}
@@ -469,25 +489,29 @@ func (d *Disk) groupSync(ctx context.Context, id string) error {
 	return fsError(err, "blob %s: sync", id)
 }
 
-// ensureShard creates the directories of id's shard. In file mode each new
-// entry is made durable in its parent here; in batch mode the caller's first
-// sync does it, before anything is published in them.
-func (d *Disk) ensureShard(id string) (string, error) {
+// ensureShard creates the directories of id's shard for a copy written in
+// mode. In file mode each new entry is made durable in its parent here; in
+// batch mode the caller's first sync does it, before anything is published in
+// them. A file-mode copy in a batch-mode store cannot count on that: the
+// directories may have been created by a batched write whose sync has not
+// happened yet, so both parents are fsynced whether or not this call created
+// anything (two directory fsyncs, small beside the large copy that pays them).
+func (d *Disk) ensureShard(id string, mode SyncMode) (string, error) {
 	a, b := shard(id)
 	l1 := filepath.Join(d.root, a)
 	dir := filepath.Join(l1, b)
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+	steps := []struct{ dir, parent string }{{l1, d.root}, {dir, l1}}
+	alone := mode == SyncFile && d.mode == SyncBatch
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() && !alone {
 		return dir, nil
 	}
-	for _, step := range []struct{ dir, parent string }{{l1, d.root}, {dir, l1}} {
+	for _, step := range steps {
 		err := os.Mkdir(step.dir, 0o750)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
+		created := err == nil
+		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", fsError(err, "blob %s: create directory", id)
 		}
-		if d.mode == SyncBatch {
+		if mode == SyncBatch || !(created || alone) {
 			continue
 		}
 		if err := syncDir(step.parent); err != nil {
@@ -943,8 +967,9 @@ func (d *Disk) recoverLeaf(a, b string) error {
 	return nil
 }
 
-// syncDir makes the entries of dir durable.
-func syncDir(dir string) error {
+// syncDir makes the entries of dir durable. It is a variable so that tests
+// can see which directories a write syncs.
+var syncDir = func(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err

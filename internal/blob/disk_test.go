@@ -33,7 +33,12 @@ func openDisk(t *testing.T, dir string) *Disk {
 
 func openDiskMode(t *testing.T, dir string, mode SyncMode) *Disk {
 	t.Helper()
-	d, err := OpenDisk(dir, Options{SyncMode: mode})
+	return openDiskOpts(t, dir, Options{SyncMode: mode})
+}
+
+func openDiskOpts(t *testing.T, dir string, o Options) *Disk {
+	t.Helper()
+	d, err := OpenDisk(dir, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
@@ -132,6 +137,8 @@ func TestFailedWritesLeaveNoFiles(t *testing.T) {
 // (leaving its files) and checks what is visible then, and that reopening
 // the store leaves the blob either absent, or present with its sidecar:
 // intact if it is the new one, the corrupt copy it was if it is the old one.
+// The large cases are copies over BatchSyncMax in a batch-mode store, which
+// take file mode's steps.
 func TestCrashWindows(t *testing.T) {
 	old, next := []byte("the old bytes"), []byte("the new bytes")
 	// What Stat shows after the crash and after reopening.
@@ -140,6 +147,7 @@ func TestCrashWindows(t *testing.T) {
 		oldCopy   = "the old, corrupt copy"
 		newIntact = "the new copy"
 	)
+	const large = "batch, over BatchSyncMax"
 	for _, tc := range []struct {
 		mode    SyncMode
 		step    string
@@ -164,13 +172,24 @@ func TestCrashWindows(t *testing.T) {
 		{SyncBatch, "temps-synced", true, absent, true},
 		{SyncBatch, "sidecar-published", true, absent, true},
 		{SyncBatch, "blob-published", true, newIntact, false},
+
+		{large, "blob-synced", false, absent, true},
+		{large, "sidecar-published", false, absent, true},
+		{large, "blob-synced", true, oldCopy, true},
+		{large, "old-removed", true, absent, true},
+		{large, "sidecar-published", true, absent, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/replace=%v", tc.mode, tc.step, tc.replace), func(t *testing.T) {
-			if tc.mode == SyncBatch {
+			opts := Options{SyncMode: tc.mode}
+			if tc.mode == large {
+				// Both copies are 13 bytes: over the limit.
+				opts = Options{SyncMode: SyncBatch, BatchSyncMax: 12}
+			}
+			if opts.SyncMode == SyncBatch {
 				requireBatch(t)
 			}
 			dir := t.TempDir()
-			d := openDiskMode(t, dir, tc.mode)
+			d := openDiskOpts(t, dir, opts)
 			if tc.replace {
 				receive(t, d, testID, old)
 				p := filepath.Join(dir, "01", "23", testID)
@@ -201,7 +220,7 @@ func TestCrashWindows(t *testing.T) {
 			}
 			requireState(d)
 
-			d2 := openDiskMode(t, dir, tc.mode)
+			d2 := openDiskOpts(t, dir, opts)
 			rec := d2.Recovery()
 			if tc.temps {
 				require.Positive(t, rec.TempFilesRemoved, "the interrupted write's temp files are removed")

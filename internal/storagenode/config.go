@@ -51,6 +51,10 @@ type Config struct {
 	// batch on Linux 5.8 and later, file elsewhere; batch is refused where
 	// the kernel cannot report write-back errors to it.
 	SyncMode blob.SyncMode
+	// SyncBatchMax is, in batch mode, the largest copy that shares the
+	// syncs; larger copies fsync their own files (STORAGE_SYNC_BATCH_MAX,
+	// default 1MiB).
+	SyncBatchMax int64
 	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
@@ -92,6 +96,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.ClusterToken = l.String("CLUSTER_TOKEN", "")
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
+	c.SyncBatchMax = l.Size("STORAGE_SYNC_BATCH_MAX", blob.DefaultBatchSyncMax)
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
@@ -147,6 +152,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("STORAGE_SYNC_MODE", string(c.SyncMode), "must be batch or file")
+	}
+	if c.SyncBatchMax <= 0 {
+		bad("STORAGE_SYNC_BATCH_MAX", fmt.Sprint(c.SyncBatchMax), "must be positive (STORAGE_SYNC_MODE=file fsyncs every copy alone)")
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))

@@ -45,13 +45,14 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 	if err := cfg.Validate(); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "storage node config")
 	}
-	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode})
+	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax})
 	if err != nil {
 		return nil, err
 	}
 	rec := d.Recovery()
 	logger.Info("data directory opened", "dir", d.Dir(), "blobs", rec.Blobs, "bytes", rec.Bytes,
-		"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", d.SyncMode())
+		"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", d.SyncMode(),
+		"sync_batch_max", cfg.SyncBatchMax)
 	s, err := NewWithStore(cfg, d, logger, registry)
 	if err != nil {
 		d.Close()

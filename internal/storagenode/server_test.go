@@ -416,6 +416,21 @@ func TestSyncModeVariable(t *testing.T) {
 	}
 }
 
+// TestSyncBatchMaxVariable shows STORAGE_SYNC_BATCH_MAX taking effect: in
+// batch mode a copy over it shares no sync, one within it waits for two.
+func TestSyncBatchMaxVariable(t *testing.T) {
+	if err := blob.BatchSyncSupported(); err != nil {
+		t.Fatalf("batch sync mode is needed here: %v", err)
+	}
+	n := startNode(t, map[string]string{"STORAGE_SYNC_MODE": "batch", "STORAGE_SYNC_BATCH_MAX": "16"})
+	resp, _ := n.put(t, uuid.NewString(), []byte("seventeen bytes!!"))
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Zero(t, counterValue(t, n, "dfs_node_sync_batch_waits_total"), "a copy over the limit syncs alone")
+	resp, _ = n.put(t, uuid.NewString(), []byte("sixteen bytes!!!"))
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, 2.0, counterValue(t, n, "dfs_node_sync_batch_waits_total"))
+}
+
 // counterValue reads a counter without labels from the node's registry.
 func counterValue(t *testing.T, n *node, name string) float64 {
 	t.Helper()
