@@ -111,7 +111,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Headers are gone; the only honest signal left is a broken transfer.
 		s.Logger.Error("download aborted", "file", d.File.ID, "node", d.ServedBy, "sent", n, "err", err,
-			"requestId", httpx.RequestIDFrom(r.Context()))
+			"request_id", httpx.RequestIDFrom(r.Context()))
 		panic(http.ErrAbortHandler)
 	}
 }

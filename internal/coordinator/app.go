@@ -373,8 +373,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.log.Info("coordinator listening", "addr", ln.Addr().String(), "replicationFactor", a.cfg.ReplicationFactor,
-		"virtualNodes", a.cfg.VirtualNodes, "store", map[bool]string{true: "postgres", false: "embedded sqlite"}[a.cfg.DatabaseURL != ""])
+	a.log.Info("coordinator listening", "addr", ln.Addr().String(), "replication_factor", a.cfg.ReplicationFactor,
+		"virtual_nodes", a.cfg.VirtualNodes, "store", map[bool]string{true: "postgres", false: "embedded sqlite"}[a.cfg.DatabaseURL != ""])
 
 	var err error
 	select {

@@ -102,7 +102,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 	rep := l.rebalancer.RunFiles(ctx, rebalance.Repair, "", ids)
 	l.log.Info("repair pass completed", "scanned", rep.FilesScanned, "affected", rep.FilesAffected,
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved, "failures", rep.Failures,
-		"unrecoverable", len(rep.UnrecoverableFiles), "abandonedUploads", len(abandoned), "durationMs", rep.DurationMs)
+		"unrecoverable", len(rep.UnrecoverableFiles), "abandoned_uploads", len(abandoned), "duration_ms", rep.DurationMs)
 	return rep, nil
 }
 
@@ -150,7 +150,7 @@ func (l *repairLoop) settlePending(ctx context.Context, id string) error {
 	case found > 0:
 		rec.Status = meta.StatusFor(found, found, rec.ReplicationFactor)
 		rec.StatusReason = "adopted from an upload its coordinator abandoned"
-		l.log.Info("adopting abandoned upload", "file", id, "copiesFound", found)
+		l.log.Info("adopting abandoned upload", "file", id, "copies_found", found)
 		return l.store.UpdateFile(ctx, &rec)
 	case unknown > 0:
 		l.log.Info("abandoned upload kept: some planned nodes cannot be asked yet", "file", id, "unreachable", unknown)

@@ -127,7 +127,7 @@ func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, 
 		}
 		if i > 0 {
 			s.log.Info("serving file from another holder after the preferred one was unavailable",
-				"file", id, "servedBy", n, "skipped", holders[:i])
+				"file", id, "served_by", n, "skipped", holders[:i])
 		}
 		body = &countingBody{rc: body, done: func(bytes int64) { s.opt.Events.Downloaded(n, i, bytes) }}
 		return &Download{File: rec.File, ServedBy: n, Failovers: i, Range: rng, Body: body}, nil

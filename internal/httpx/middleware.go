@@ -122,8 +122,8 @@ func AccessLog(log *slog.Logger, observe func(route, method string, status int, 
 					lvl = slog.LevelDebug
 				}
 				log.Log(r.Context(), lvl, "request", "method", r.Method, "route", route, "path", r.URL.Path,
-					"status", status, "bytes", sw.bytes, "durationMs", float64(d.Microseconds())/1000,
-					"requestId", RequestIDFrom(r.Context()))
+					"status", status, "bytes", sw.bytes, "duration_ms", float64(d.Microseconds())/1000,
+					"request_id", RequestIDFrom(r.Context()))
 			}()
 			next.ServeHTTP(sw, r)
 		})
@@ -143,7 +143,7 @@ func Recover(log *slog.Logger) func(http.Handler) http.Handler {
 				if rec == http.ErrAbortHandler {
 					panic(rec)
 				}
-				log.Error("handler panicked", "panic", rec, "path", r.URL.Path, "requestId", RequestIDFrom(r.Context()))
+				log.Error("handler panicked", "panic", rec, "path", r.URL.Path, "request_id", RequestIDFrom(r.Context()))
 				WriteErrorCode(w, r, http.StatusInternalServerError, CodeInternal, "internal error")
 			}()
 			next.ServeHTTP(w, r)

@@ -207,7 +207,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	} else {
-		c.log.Warn("coordinator binary not built yet: starting storage nodes only", "binDir", o.BinDir)
+		c.log.Warn("coordinator binary not built yet: starting storage nodes only", "bin_dir", o.BinDir)
 	}
 
 	var wg sync.WaitGroup

@@ -117,7 +117,7 @@ func (r *Registry) sweep(ctx context.Context, only string) ([]NodeHealth, error)
 	}
 	r.log.Debug("health sweep done",
 		"probed", len(probes), "failed", failed, "changes", changes,
-		"onRing", len(r.Ring().Nodes()), "duration", time.Since(start))
+		"on_ring", len(r.Ring().Nodes()), "duration", time.Since(start))
 	return out, errors.Join(failures...)
 }
 
@@ -238,8 +238,8 @@ func (r *Registry) record(n *meta.Node, probeErr error, at time.Time) transition
 // wait a whole interval. It returns when ctx ends.
 func (r *Registry) Run(ctx context.Context) {
 	r.log.Info("failure detector started",
-		"interval", r.interval, "probeTimeout", r.probeTimeout,
-		"failureThreshold", r.failThresh, "successThreshold", r.okThresh)
+		"interval", r.interval, "probe_timeout", r.probeTimeout,
+		"failure_threshold", r.failThresh, "success_threshold", r.okThresh)
 	defer r.log.Info("failure detector stopped")
 	t := time.NewTicker(r.interval)
 	defer t.Stop()

@@ -283,7 +283,7 @@ func (r *Registry) Load(ctx context.Context) error {
 	if next != cur {
 		r.ring.Store(next)
 		r.log.Info("ring rebuilt from the metadata store",
-			"nodes", len(nodes), "onRing", len(next.Nodes()), "ring", next.Nodes())
+			"nodes", len(nodes), "on_ring", len(next.Nodes()), "ring", next.Nodes())
 	}
 	return nil
 }

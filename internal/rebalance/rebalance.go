@@ -212,7 +212,7 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 		"scanned", rep.FilesScanned, "affected", rep.FilesAffected,
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved,
 		"promoted", rep.PrimariesPromoted, "failures", rep.Failures,
-		"unrecoverable", len(rep.UnrecoverableFiles), "durationMs", rep.DurationMs)
+		"unrecoverable", len(rep.UnrecoverableFiles), "duration_ms", rep.DurationMs)
 	return rep, nil
 }
 
@@ -350,8 +350,8 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 	total.DurationMs = time.Since(start).Milliseconds()
 	d, err := b.DrainProgress(ctx, node)
 	d.Run = &total
-	b.log.Info("drain finished", "node", node, "complete", d.Complete, "filesRemaining", d.FilesRemaining,
-		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures, "durationMs", total.DurationMs)
+	b.log.Info("drain finished", "node", node, "complete", d.Complete, "files_remaining", d.FilesRemaining,
+		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures, "duration_ms", total.DurationMs)
 	return d, err
 }
 

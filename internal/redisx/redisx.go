@@ -126,7 +126,7 @@ func Open(ctx context.Context, url string, o Options) (*Client, error) {
 		o.Logger.Warn("redis does not answer; running without cache and Redis leases until it does",
 			"addr", ro.Addr, "err", err)
 	} else {
-		o.Logger.Info("redis connected", "addr", ro.Addr, "db", ro.DB, "commandTimeout", o.CommandTimeout)
+		o.Logger.Info("redis connected", "addr", ro.Addr, "db", ro.DB, "command_timeout", o.CommandTimeout)
 	}
 	return c, nil
 }

@@ -90,7 +90,7 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store,
 		return nil, err
 	}
 	logger.Info("metadata store open", "store", "postgres",
-		"host", cfg.ConnConfig.Host, "database", cfg.ConnConfig.Database, "maxConns", cfg.MaxConns)
+		"host", cfg.ConnConfig.Host, "database", cfg.ConnConfig.Database, "max_conns", cfg.MaxConns)
 	return s, nil
 }
 
