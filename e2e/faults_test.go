@@ -572,6 +572,44 @@ func TestAllNodesDownIsUnavailableAndNothingIsLost(t *testing.T) {
 	require.Len(t, c.files(), len(files), "a refused upload was recorded")
 }
 
+// TestPausedNodeDoesNotHoldALargeUpload pauses a node that stays on the ring
+// (the detector needs many failed probes) and uploads files far larger than
+// the socket buffers between coordinator and node: the copy meant for the
+// paused node stops moving, the stall timeout ends it, and the upload goes on
+// to the next node in preference order instead of waiting for the pause to
+// end.
+func TestPausedNodeDoesNotHoldALargeUpload(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 4, coordEnv: []string{
+		"HEALTH_CHECK_INTERVAL=1s", "HEALTH_FAILURE_THRESHOLD=1000", "NODE_STALL_TIMEOUT=1s",
+	}})
+	all := c.lc.Nodes()
+	victim := all[1]
+	require.NoError(t, c.lc.PauseNode(victim))
+	defer func() { require.NoError(t, c.lc.ResumeNode(victim)) }()
+
+	// Three nodes of four are in each file's plan, so the paused node is in
+	// most; upload until one plan held it.
+	for i := range 8 {
+		data := randomBytes(48 << 20)
+		res, err := c.upload(fmt.Sprintf("large-%d.bin", i), data)
+		require.NoError(t, err, "upload %d while %s is paused", i, victim)
+		f := c.metadata(res.FileID)
+		require.NotContains(t, activeCopies(f), victim)
+		if !slices.Contains(ringOf(all...).Preference(res.FileID, 3), victim) {
+			continue
+		}
+		require.Equal(t, client.FileActive, res.Status, "the next node took the paused node's copy: %+v", res)
+		require.Len(t, activeCopies(f), 3)
+		info := c.mustRead(stored{name: res.FileName, data: data, res: res})
+		require.NotEqual(t, victim, info.ServedBy)
+		n := c.nodes()[victim]
+		require.True(t, n.OnRing, "the paused node was never evicted: the stall timeout alone moved the copy: %+v", n)
+		return
+	}
+	t.Fatalf("no upload planned a copy on %s", victim)
+}
+
 func TestPausedNodeBelowTheThresholdIsNotEvictedAndReadsGoOn(t *testing.T) {
 	t.Parallel()
 	// Eviction takes ten failed probes a second apart. The pause outlasts a

@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	store := a.store
 
 	a.transport = nodeclient.NewTransport()
-	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken, Transport: a.transport})
+	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken, Transport: a.transport, StallTimeout: cfg.NodeStallTimeout})
 	a.members, err = membership.New(membership.Options{
 		Store: store, Prober: nodes, VNodes: cfg.VirtualNodes,
 		FailureThreshold: cfg.HealthFailureThreshold, SuccessThreshold: cfg.HealthSuccessThreshold,

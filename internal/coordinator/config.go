@@ -9,6 +9,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
 )
 
@@ -36,6 +37,7 @@ type Config struct {
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
+	NodeStallTimeout            time.Duration // NODE_STALL_TIMEOUT: a node transfer that makes no progress this long fails
 	ContentCacheSize            int64         // CONTENT_CACHE_SIZE: memory for verified bytes of small files (0: off)
 	ContentCacheMaxFile         int64         // CONTENT_CACHE_MAX_FILE: the largest file the content cache keeps
 	RebalanceParallelism        int           // REBALANCE_PARALLELISM: files one rebalance run reconciles at once
@@ -75,6 +77,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
+		NodeStallTimeout:            l.Duration("NODE_STALL_TIMEOUT", nodeclient.DefaultStallTimeout),
 		ContentCacheSize:            l.Size("CONTENT_CACHE_SIZE", 0),
 		ContentCacheMaxFile:         l.Size("CONTENT_CACHE_MAX_FILE", 64<<10),
 		RebalanceParallelism:        l.Int("REBALANCE_PARALLELISM", rebalance.DefaultParallelism, 1, 1024),

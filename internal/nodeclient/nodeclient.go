@@ -10,8 +10,11 @@
 //
 // Streaming calls (Put, Get) have no whole-call timeout, so a large transfer
 // is never cut off: they are bounded by the caller's context, the dial
-// timeout and a wait-for-answer timeout (Get: the time to the response
-// headers; Put: the time from the end of the body to the answer).
+// timeout, a wait-for-answer timeout (Get: the time to the response headers;
+// Put: the time from the end of the body to the answer) and a stall timeout:
+// a body that makes no progress for Options.StallTimeout while the call waits
+// on the node (a paused or wedged node that stops accepting or sending
+// bytes) ends the call with errs.Unavailable.
 package nodeclient
 
 import (
@@ -38,6 +41,7 @@ import (
 const (
 	DefaultTimeout       = 5 * time.Second
 	DefaultVerifyTimeout = 2 * time.Minute
+	DefaultStallTimeout  = 30 * time.Second
 	// DialTimeout bounds connecting to a node in the default transport.
 	DialTimeout = 3 * time.Second
 )
@@ -59,6 +63,12 @@ type Options struct {
 	// before it can answer: hashing and syncing a Put after the body is sent,
 	// and a whole Rehash. Default DefaultVerifyTimeout.
 	VerifyTimeout time.Duration
+	// StallTimeout ends a streaming call whose body has not moved for this
+	// long while waiting on the node: Put's body not taken by a node that
+	// stopped reading, Get's body not arriving. Time spent reading Put's
+	// source or waiting for Get's consumer does not count. Default
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
 	// Transport carries the calls; nil uses NewTransport(). Share one
 	// transport so connections to a node are reused.
 	Transport *http.Transport
@@ -70,6 +80,7 @@ type Client struct {
 	token         string
 	timeout       time.Duration
 	verifyTimeout time.Duration
+	stallTimeout  time.Duration
 }
 
 // NewTransport returns a transport tuned for many concurrent calls to a
@@ -96,6 +107,9 @@ func New(opts Options) *Client {
 	if opts.VerifyTimeout <= 0 {
 		opts.VerifyTimeout = DefaultVerifyTimeout
 	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = DefaultStallTimeout
+	}
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
 	}
@@ -104,6 +118,7 @@ func New(opts Options) *Client {
 		token:         opts.Token,
 		timeout:       opts.Timeout,
 		verifyTimeout: opts.VerifyTimeout,
+		stallTimeout:  opts.StallTimeout,
 	}
 }
 
@@ -184,6 +199,7 @@ type List struct {
 
 var (
 	errAnswerTimeout = errors.New("the node did not answer in time")
+	errStalled       = errors.New("the transfer made no progress (stall timeout)")
 	errTimeout       = errors.New("the call timed out")
 )
 
@@ -330,7 +346,12 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	defer cancel(nil)
 	wait := &answerTimer{d: c.answerWait(size), fire: func() { cancel(errAnswerTimeout) }}
 	defer wait.stop()
-	pb := &putBody{r: body, onEOF: wait.start, done: make(chan struct{})}
+	// Until the body ends, the call waits on the node whenever it is not
+	// reading the source.
+	stall := newStallWatch(c.stallTimeout, cancel)
+	defer stall.stop()
+	stall.waiting()
+	pb := &putBody{r: body, onEOF: func() { stall.stop(); wait.start() }, stall: stall, done: make(chan struct{})}
 	k.body = pb
 	if size == 0 {
 		wait.start()
@@ -410,6 +431,7 @@ func (a *answerTimer) stop() {
 type putBody struct {
 	r     io.Reader
 	onEOF func()
+	stall *stallWatch // paused while r is read
 	done  chan struct{}
 
 	mu      sync.Mutex // guards the fields below; never held during a Read of r
@@ -428,9 +450,16 @@ func (b *putBody) Read(p []byte) (int, error) {
 		return 0, errBodyReturned
 	}
 	b.reading = true
+	eof := b.eof
 	b.mu.Unlock()
 
+	if !eof {
+		b.stall.notWaiting()
+	}
 	n, err := b.r.Read(p)
+	if err == nil {
+		b.stall.waiting()
+	}
 
 	b.mu.Lock()
 	b.reading = false
@@ -505,8 +534,10 @@ func (c *Client) Get(ctx context.Context, node, id string, rng *Range) (*Object,
 		cancel(nil)
 		return nil, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
 	}
+	stall := newStallWatch(c.stallTimeout, cancel)
+	body := &stallReader{rc: resp.Body, stall: stall, ctx: ctx, k: k}
 	obj := &Object{
-		Body:          &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }},
+		Body:          &cancelOnClose{ReadCloser: body, cancel: func() { stall.stop(); cancel(nil) }},
 		Info:          info,
 		ContentLength: resp.ContentLength,
 		Partial:       resp.StatusCode == http.StatusPartialContent,
@@ -517,6 +548,45 @@ func (c *Client) Get(ctx context.Context, node, id string, rng *Range) (*Object,
 	}
 	return obj, nil
 }
+
+// stallWatch cancels a call when the node makes no progress for d while the
+// call waits on it. It is armed by waiting and disarmed by notWaiting, so
+// time the caller spends elsewhere never counts.
+type stallWatch struct {
+	d time.Duration
+	t *time.Timer
+}
+
+func newStallWatch(d time.Duration, cancel context.CancelCauseFunc) *stallWatch {
+	t := time.AfterFunc(d, func() { cancel(errStalled) })
+	t.Stop()
+	return &stallWatch{d: d, t: t}
+}
+
+func (w *stallWatch) waiting()    { w.t.Reset(w.d) }
+func (w *stallWatch) notWaiting() { w.t.Stop() }
+func (w *stallWatch) stop()       { w.t.Stop() }
+
+// stallReader is a Get's body: each Read waits on the node, under the stall
+// watch, and a read the watch ended says so.
+type stallReader struct {
+	rc    io.ReadCloser
+	stall *stallWatch
+	ctx   context.Context
+	k     call
+}
+
+func (r *stallReader) Read(p []byte) (int, error) {
+	r.stall.waiting()
+	n, err := r.rc.Read(p)
+	r.stall.notWaiting()
+	if err != nil && err != io.EOF && errors.Is(context.Cause(r.ctx), errStalled) {
+		err = unreachable(r.ctx, r.k, err)
+	}
+	return n, err
+}
+
+func (r *stallReader) Close() error { return r.rc.Close() }
 
 // cancelOnClose releases the call's context with its body.
 type cancelOnClose struct {
