@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "large", "rss", "rebalance"}
+var allPhases = []string{"baseline", "small", "cached", "large", "rss", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -217,6 +217,9 @@ func run(args []string) int {
 	if phases["small"] {
 		step("small", b.small)
 	}
+	if phases["cached"] {
+		step("cached", b.cached)
+	}
 	if phases["large"] || phases["rss"] {
 		step("large", func(ctx context.Context) error { return b.large(ctx, phases["large"], phases["rss"]) })
 	}
@@ -255,6 +258,12 @@ func (b *bench) addRows() {
 	r.row(dfsDownload, baseHTTPGet, 0, "")
 	r.row(dfsDownloadP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsDownloadP+"99", baseHTTPGetP+"99", 0, "")
+	r.row(dfsCached, baseHTTPGet, 0, "")
+	r.row(dfsCachedP+"50", baseHTTPGetP+"50", 0, "")
+	r.row(dfsCachedP+"99", baseHTTPGetP+"99", 0, "")
+	for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
+		r.row(dfsCPU+"download4k-cached."+who, "", 0, "")
+	}
 	r.row(dfsBigUp, baseHTTPBigPut, 0, "")
 	r.row(dfsBigUp, baseDisk, 3, "RF=3 ceiling")
 	r.row(dfsBigDown, baseHTTPBigGet, 0, "")

@@ -27,6 +27,8 @@ const (
 	dfsUploadP     = "dfs.upload4k.p"
 	dfsDownload    = "dfs.download4k.rate"
 	dfsDownloadP   = "dfs.download4k.p"
+	dfsCached      = "dfs.download4k-cached.rate"
+	dfsCachedP     = "dfs.download4k-cached.p"
 	dfsBigUp       = "dfs.upload-large.mbps"
 	dfsBigDown     = "dfs.download-large.mbps"
 	dfsRSSCoord    = "dfs.rss.coordinator"
@@ -99,21 +101,7 @@ func (b *bench) small(ctx context.Context) error {
 		if len(pool) == 0 {
 			return fmt.Errorf("no 4 KiB upload succeeded: %v", r.firstErr)
 		}
-		profDone = func() {}
-		if run == 0 {
-			profDone = b.startProfiles(ctx, bc, "coordinator-download4k")
-		}
-		cpu = meterCPU(clusterPIDs(bc), b.warm, b.window)
-		r = closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
-			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-			defer cancel()
-			_, err := bc.api.Download(rctx, pool[rand.IntN(len(pool))], io.Discard, client.DownloadOptions{})
-			return err
-		})
-		profDone()
-		b.loopFailures("4 KiB download", r)
-		addRate(s, dfsDownload, r)
-		addCPU(s, "download4k", cpu)
+		b.downloads(ctx, bc, pool, s, dfsDownload, "download4k", run == 0)
 	}
 	if degraded > 0 {
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%d of %d 4 KiB uploads were acknowledged DEGRADED", degraded, len(ids)))
@@ -125,16 +113,8 @@ func (b *bench) small(ctx context.Context) error {
 	rename(figs, dfsDownload, fmt.Sprintf("4 KiB download ×%d", b.clients))
 	rename(figs, dfsDownloadP+"50", "4 KiB download p50")
 	rename(figs, dfsDownloadP+"99", "4 KiB download p99")
-	for _, phase := range []string{"upload4k", "download4k"} {
-		what := "4 KiB uploads"
-		if phase == "download4k" {
-			what = "4 KiB downloads"
-		}
-		rename(figs, dfsCPU+phase+".coordinator", "coordinator CPU during "+what)
-		rename(figs, dfsCPU+phase+".nodes", "3 nodes' CPU during "+what)
-		rename(figs, dfsCPU+phase+".bench", "load generator's CPU during "+what)
-		rename(figs, dfsCPU+phase+".other", "all other CPU (kernel threads, other work) during "+what)
-	}
+	renameCPU(figs, "upload4k", "4 KiB uploads")
+	renameCPU(figs, "download4k", "4 KiB downloads")
 	b.res.addFigures(figs)
 	return nil
 }
@@ -157,6 +137,14 @@ func clusterPIDs(bc *benchCluster) map[string]int {
 // nodes together, this process (the load generator), and everything else
 // on the machine (the kernel's own threads, and other work sharing it,
 // which makes the figures of that run less trustworthy).
+// renameCPU names the CPU figures of phase, which measured what.
+func renameCPU(figs map[string]Figure, phase, what string) {
+	rename(figs, dfsCPU+phase+".coordinator", "coordinator CPU during "+what)
+	rename(figs, dfsCPU+phase+".nodes", "3 nodes' CPU during "+what)
+	rename(figs, dfsCPU+phase+".bench", "load generator's CPU during "+what)
+	rename(figs, dfsCPU+phase+".other", "all other CPU (kernel threads, other work) during "+what)
+}
+
 func addCPU(s *series, phase string, wait func() (map[string]float64, float64)) {
 	byProc, busy := wait()
 	nodes, ours := 0.0, 0.0
@@ -188,6 +176,78 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	n := copy(p, r.buf[r.off:])
 	r.off = (r.off + n) % len(r.buf)
 	return n, nil
+}
+
+// downloads measures one window of random downloads from pool into s under
+// key, with the CPU of phase, fetching the coordinator's profiles if profile.
+func (b *bench) downloads(ctx context.Context, bc *benchCluster, pool []string, s *series, key, phase string, profile bool) {
+	profDone := func() {}
+	if profile {
+		profDone = b.startProfiles(ctx, bc, "coordinator-"+phase)
+	}
+	cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
+	r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		_, err := bc.api.Download(rctx, pool[rand.IntN(len(pool))], io.Discard, client.DownloadOptions{})
+		return err
+	})
+	profDone()
+	b.loopFailures("4 KiB download", r)
+	addRate(s, key, r)
+	addCPU(s, phase, cpu)
+}
+
+// cachedFiles is how many 4 KiB files the cached phase reads from.
+const cachedFiles = 2000
+
+// cached measures 4 KiB downloads with the coordinator's content cache on
+// (CONTENT_CACHE_SIZE, off by default), reading at random from cachedFiles
+// files uploaded first; after its first read a file comes from memory.
+func (b *bench) cached(ctx context.Context) error {
+	bc, err := b.startCluster(ctx, "cached", 3, "CONTENT_CACHE_SIZE=64MiB")
+	if err != nil {
+		return err
+	}
+	bc.keepData = true
+	defer bc.stop()
+	b.logf("content cache: uploading %d files of 4 KiB", cachedFiles)
+	const size = 4 << 10
+	pool := make([]string, cachedFiles)
+	var wg sync.WaitGroup
+	failed := make(chan error, b.clients)
+	for w := range b.clients {
+		wg.Go(func() {
+			for i := w; i < cachedFiles && ctx.Err() == nil; i += b.clients {
+				c := harness.Content{Seed: 1<<62 | uint64(i), Size: size}
+				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+				res, err := bc.api.Upload(rctx, "cached.bin", c.Reader(), size, client.UploadOptions{})
+				cancel()
+				if err != nil {
+					failed <- err
+					return
+				}
+				pool[i] = res.FileID
+			}
+		})
+	}
+	wg.Wait()
+	close(failed)
+	if err := <-failed; err != nil {
+		return fmt.Errorf("upload the files to read: %w", err)
+	}
+	s := newSeries()
+	for run := range b.runs {
+		b.logf("4 KiB downloads with the content cache, run %d of %d", run+1, b.runs)
+		b.downloads(ctx, bc, pool, s, dfsCached, "download4k-cached", false)
+	}
+	figs := s.figures()
+	rename(figs, dfsCached, fmt.Sprintf("4 KiB download ×%d, CONTENT_CACHE_SIZE=64MiB", b.clients))
+	rename(figs, dfsCachedP+"50", "4 KiB download p50, content cache")
+	rename(figs, dfsCachedP+"99", "4 KiB download p99, content cache")
+	renameCPU(figs, "download4k-cached", "4 KiB downloads with the content cache")
+	b.res.addFigures(figs)
+	return nil
 }
 
 // large measures one upload and one download of b.largeSize bytes per run,
