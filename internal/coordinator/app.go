@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	a.repair = &repairLoop{
 		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
-		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, log: log, lock: lock,
+		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: lock,
 	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {

@@ -456,3 +456,39 @@ func TestRequestIDReachesTheNodes(t *testing.T) {
 		require.True(t, found, "%s logged the coordinator's request id on its write", id)
 	}
 }
+
+// TestRepairPrunesLeasesLeftByDeadCoordinators leaves lease rows as a
+// coordinator that died holding them would, and checks that a repair pass
+// deletes those long expired and nothing else.
+func TestRepairPrunesLeasesLeftByDeadCoordinators(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		h := newHarness(t, kind, 3, nil)
+		ctx := t.Context()
+		st := h.store()
+		for _, name := range []string{"file:left-behind", "rebalance:JOINED:node-9"} {
+			ok, err := st.AcquireLease(ctx, name, "dead-coordinator", time.Millisecond)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		ok, err := st.AcquireLease(ctx, "file:in-use", "live-coordinator", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		time.Sleep(20 * time.Millisecond)
+
+		// With the product's age (an hour) the fresh rows stay.
+		_, err = h.app.repair.pass(ctx)
+		require.NoError(t, err)
+		require.False(t, hasLog(h, "pruned leases left by stopped coordinators"))
+		n, err := st.PruneLeases(ctx, time.Hour)
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		h.app.repair.leaseAge = 0
+		_, err = h.app.repair.pass(ctx)
+		require.NoError(t, err)
+		require.True(t, hasLog(h, `msg="pruned leases left by stopped coordinators" leases=2`), "the pass pruned the two stale rows")
+		ok, err = st.AcquireLease(ctx, "file:in-use", "another-coordinator", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "a live lease is untouched")
+	})
+}

@@ -16,6 +16,11 @@ import (
 // repairBatch bounds the files one repair pass takes per status group.
 const repairBatch = 10000
 
+// staleLeaseAge is how long after its expiry a lease row is deleted by the
+// repair pass. Every lease is renewed within its TTL (seconds to minutes), so
+// a row this far past expiry belongs to a coordinator that died holding it.
+const staleLeaseAge = time.Hour
+
 // repairLoop is the self-healing pass: it re-runs the reconciler over files
 // that are not where they should be, and settles uploads abandoned by a
 // crashed coordinator.
@@ -31,8 +36,10 @@ type repairLoop struct {
 	}
 	interval       time.Duration
 	pendingTimeout time.Duration
-	log            *slog.Logger
-	now            func() time.Time
+	// leaseAge is how long after expiry lease rows are pruned (staleLeaseAge).
+	leaseAge time.Duration
+	log      *slog.Logger
+	now      func() time.Time
 	// lock, when set, lets one coordinator at a time run the pass.
 	lock reconcile.LockFunc
 }
@@ -74,6 +81,11 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		}
 		defer release()
 		ctx = work
+	}
+	if n, err := l.store.PruneLeases(ctx, l.leaseAge); err != nil {
+		l.log.Warn("could not prune expired leases", "err", err)
+	} else if n > 0 {
+		l.log.Info("pruned leases left by stopped coordinators", "leases", n, "expired_for_over", l.leaseAge)
 	}
 	now := l.clock()
 	ids, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDegraded, meta.FileFailed, meta.FileDeleted}, now, repairBatch)

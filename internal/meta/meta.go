@@ -169,6 +169,12 @@ type Store interface {
 	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
 	// ReleaseLease drops the lease if owner holds it.
 	ReleaseLease(ctx context.Context, name, owner string) error
+	// PruneLeases deletes the leases that expired more than grace ago and
+	// reports how many. A holder renews well before expiry, so such a lease
+	// was left by a coordinator that died holding it (or whose release
+	// failed); deleting it frees nothing that was not free already, and keeps
+	// those rows from piling up. A negative grace is errs.Invalid.
+	PruneLeases(ctx context.Context, grace time.Duration) (int, error)
 }
 
 // ActiveCopies counts the ACTIVE copies of a file.

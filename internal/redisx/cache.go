@@ -305,6 +305,11 @@ func (s *CachedStore) AcquireLease(ctx context.Context, name, owner string, ttl 
 	return s.store.AcquireLease(ctx, name, owner, ttl)
 }
 
+// PruneLeases passes through.
+func (s *CachedStore) PruneLeases(ctx context.Context, grace time.Duration) (int, error) {
+	return s.store.PruneLeases(ctx, grace)
+}
+
 // ReleaseLease passes through.
 func (s *CachedStore) ReleaseLease(ctx context.Context, name, owner string) error {
 	return s.store.ReleaseLease(ctx, name, owner)

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 		{"Leases", testLeases},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseValidation", testLeaseValidation},
+		{"PruneLeases", testPruneLeases},
 		{"TimestampsRoundTrip", testTimestampsRoundTrip},
 		{"CanceledContext", testCanceledContext},
 	}
@@ -883,6 +884,34 @@ func testLeaseExpiry(t *testing.T, s meta.Store) {
 	ok, err = s.AcquireLease(ctx, "rebalance", "coord-a", time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok, "the former holder lost it")
+}
+
+func testPruneLeases(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	acquire := func(name, owner string, ttl time.Duration) bool {
+		t.Helper()
+		ok, err := s.AcquireLease(ctx, name, owner, ttl)
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, acquire("left-behind", "dead-coord", time.Millisecond))
+	require.True(t, acquire("held", "live-coord", time.Minute))
+	time.Sleep(20 * time.Millisecond) // "left-behind" is now expired
+
+	n, err := s.PruneLeases(ctx, time.Hour)
+	require.NoError(t, err)
+	require.Zero(t, n, "expired less than the grace ago: kept")
+	n, err = s.PruneLeases(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the expired lease goes")
+	n, err = s.PruneLeases(ctx, 0)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.False(t, acquire("held", "other-coord", time.Minute), "a live lease is untouched")
+	require.True(t, acquire("left-behind", "other-coord", time.Minute), "the pruned name is free")
+
+	_, err = s.PruneLeases(ctx, -time.Second)
+	requireKind(t, err, errs.Invalid)
 }
 
 func testLeaseValidation(t *testing.T, s meta.Store) {

@@ -405,6 +405,22 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	return got, err
 }
 
+// PruneLeases deletes the leases that expired more than grace ago, by the
+// database's clock as AcquireLease.
+func (s *Store) PruneLeases(ctx context.Context, grace time.Duration) (int, error) {
+	if err := rules.CheckPruneGrace(grace); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.run(ctx, "prune leases", func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, `DELETE FROM leases WHERE expires_at <= clock_timestamp() - $1 * interval '1 microsecond'`,
+			grace.Microseconds())
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
 // ReleaseLease drops the lease if owner holds it; otherwise it does nothing.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 	return s.run(ctx, "release lease "+name, func(ctx context.Context, c *pgxpool.Conn) error {

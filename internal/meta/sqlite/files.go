@@ -507,6 +507,24 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	return acquired, nil
 }
 
+// PruneLeases deletes the leases that expired more than grace ago, by the
+// process clock as AcquireLease.
+func (s *Store) PruneLeases(ctx context.Context, grace time.Duration) (int, error) {
+	if err := rules.CheckPruneGrace(grace); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.writeTx(ctx, "prune leases", func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE expires_at <= ?`, micros(time.Now().Add(-grace)))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
 // ReleaseLease drops the lease if owner holds it; otherwise it does nothing.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 	return s.writeTx(ctx, "release lease "+name, func(ctx context.Context, tx *sql.Tx) error {

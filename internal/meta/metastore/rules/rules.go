@@ -249,6 +249,14 @@ func CheckLease(name, owner string, ttl time.Duration) error {
 	return nil
 }
 
+// CheckPruneGrace validates PruneLeases' grace period.
+func CheckPruneGrace(grace time.Duration) error {
+	if grace < 0 {
+		return errs.E(errs.Invalid, "lease prune grace %s is negative", grace)
+	}
+	return nil
+}
+
 // Interval is a closed interval [Lo, Hi] of ring positions.
 type Interval struct{ Lo, Hi int64 }
 
