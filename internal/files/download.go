@@ -154,10 +154,9 @@ func (s *Service) fromCache(rec meta.FileRecord, rng *ByteRange) (*Download, boo
 	if rng != nil {
 		body = data[rng.Start : rng.Start+rng.Length]
 	}
-	n := int64(len(body))
 	return &Download{
 		File: rec.File, FromCache: true, Range: rng,
-		Body: &countingBody{rc: io.NopCloser(bytes.NewReader(body)), done: func(int64) { s.opt.Events.Downloaded("", 0, n) }},
+		Body: &countingBody{rc: io.NopCloser(bytes.NewReader(body)), done: func(n int64) { s.opt.Events.Downloaded("", 0, n) }},
 	}, true
 }
 

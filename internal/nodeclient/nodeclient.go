@@ -354,6 +354,9 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	pb := &putBody{r: body, onEOF: func() { stall.stop(); wait.start() }, stall: stall, done: make(chan struct{})}
 	k.body = pb
 	if size == 0 {
+		// Nothing to send, so nothing to stall on: the transport may never
+		// read the body at all.
+		stall.stop()
 		wait.start()
 	}
 	req, err := c.newRequest(callCtx, k)

@@ -6,11 +6,11 @@
 // verified against that checksum. A file's bytes never change under its id
 // (an upload always makes a new id), and a lookup names the checksum its
 // metadata record holds and is answered only when the entry's matches, so an
-// entry can only ever be returned for the exact bytes the record describes. That makes the cache
-// safe with any metadata store, including several coordinators sharing
-// PostgreSQL: nothing another process does can make an entry wrong. Deleted
-// files are refused by the metadata lookup before the cache is asked;
-// Remove frees their memory early.
+// entry can only ever be returned for the exact bytes the record describes.
+// That makes the cache safe with any metadata store, including several
+// coordinators sharing PostgreSQL: nothing another process does can make an
+// entry wrong. Deleted files are refused by the metadata lookup before the
+// cache is asked; Remove frees their memory early.
 //
 // The cache is bounded by the bytes it holds (data plus a fixed overhead per
 // entry) and evicts the least recently used entries first.
