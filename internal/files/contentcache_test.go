@@ -11,6 +11,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
+	"github.com/dfs-project/dfs/internal/meta"
 )
 
 // cacheEvents records what the service reports about the content cache.
@@ -32,6 +33,24 @@ func (e *cacheEvents) Downloaded(servedBy string, _ int, _ int64) {
 	e.servedBy = append(e.servedBy, servedBy)
 }
 
+// cachedService is a service over three in-memory nodes with a content
+// cache of files up to maxFile bytes, holding small upload bodies in memory
+// as the coordinator does by default; mod adjusts the options last.
+func cachedService(t *testing.T, maxFile int64, mod func(*Options)) (*Service, *gateNodes, meta.Store, *contentcache.Cache) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true
+	cache := contentcache.New(1<<20, maxFile)
+	s, st := newService(t, nodes, ids, func(o *Options) {
+		o.ContentCache = cache
+		o.MemorySpoolMax, o.MemorySpoolLimit = 1<<10, 1<<20
+		if mod != nil {
+			mod(o)
+		}
+	})
+	return s, nodes, st, cache
+}
+
 func readAll(t *testing.T, d *Download) string {
 	t.Helper()
 	defer d.Body.Close()
@@ -41,26 +60,27 @@ func readAll(t *testing.T, d *Download) string {
 }
 
 func TestContentCacheAnswersRepeatedDownloadsWithoutANode(t *testing.T) {
-	ids := []string{"A", "B", "C"}
-	nodes := newGateNodes(ids...)
-	nodes.quiet = true
 	ev := &cacheEvents{}
-	cache := contentcache.New(1<<20, 512)
-	s, _ := newService(t, nodes, ids, func(o *Options) { o.ContentCache = cache; o.Events = ev })
+	s, nodes, _, cache := cachedService(t, 512, func(o *Options) { o.Events = ev })
 	ctx := context.Background()
 	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("hot bytes")})
 	require.NoError(t, err)
+	got, ok := cache.Get(res.FileID, res.Checksum)
+	require.True(t, ok, "an upload held in memory fills the cache")
+	require.Equal(t, "hot bytes", string(got))
 
+	// Evicted: the next read asks a node and fills the cache again.
+	cache.Remove(res.FileID)
 	d, err := s.Open(ctx, res.FileID, "")
 	require.NoError(t, err)
-	require.False(t, d.FromCache, "the first read has to come from a node")
+	require.False(t, d.FromCache, "a read of a file not in the cache comes from a node")
 	require.NotEmpty(t, d.ServedBy)
 	require.Equal(t, "hot bytes", readAll(t, d))
 	require.EqualValues(t, 1, nodes.gets.Load())
 
 	// Every copy gone from every node: the cache still answers, and no node is asked.
-	for _, id := range ids {
-		require.NoError(t, nodes.stores[id].Remove(ctx, res.FileID))
+	for _, store := range nodes.stores {
+		require.NoError(t, store.Remove(ctx, res.FileID))
 	}
 	d, err = s.Open(ctx, res.FileID, "")
 	require.NoError(t, err)
@@ -89,11 +109,7 @@ func TestContentCacheAnswersRepeatedDownloadsWithoutANode(t *testing.T) {
 }
 
 func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
-	ids := []string{"A", "B", "C"}
-	nodes := newGateNodes(ids...)
-	nodes.quiet = true
-	cache := contentcache.New(1<<20, 64)
-	s, st := newService(t, nodes, ids, func(o *Options) { o.ContentCache = cache })
+	s, nodes, st, cache := cachedService(t, 64, nil)
 	ctx := context.Background()
 
 	// Larger than the cache's per-file limit: read from a node every time.
@@ -110,6 +126,9 @@ func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
 	// A range read of a small file is not verified whole, so it fills nothing.
 	small, err := s.Upload(ctx, UploadRequest{FileName: "small", Body: strings.NewReader("0123456789")})
 	require.NoError(t, err)
+	_, cached := cache.Get(small.FileID, small.Checksum)
+	require.True(t, cached, "the upload put it there")
+	cache.Remove(small.FileID)
 	d, err := s.Open(ctx, small.FileID, "bytes=0-3")
 	require.NoError(t, err)
 	require.False(t, d.FromCache)
@@ -130,11 +149,7 @@ func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
 }
 
 func TestContentCacheNeedsVerification(t *testing.T) {
-	ids := []string{"A", "B", "C"}
-	nodes := newGateNodes(ids...)
-	nodes.quiet = true
-	cache := contentcache.New(1<<20, 512)
-	s, _ := newService(t, nodes, ids, func(o *Options) { o.ContentCache = cache; o.VerifyOnDownload = false })
+	s, _, _, cache := cachedService(t, 512, func(o *Options) { o.VerifyOnDownload = false })
 	ctx := context.Background()
 	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("unverified")})
 	require.NoError(t, err)
@@ -145,7 +160,25 @@ func TestContentCacheNeedsVerification(t *testing.T) {
 		require.Equal(t, "unverified", readAll(t, d))
 	}
 	n, _ := cache.Usage()
-	require.Zero(t, n)
+	require.Zero(t, n, "neither the upload nor the downloads fill a cache that would go unchecked")
+}
+
+func TestContentCacheIsNotFilledBySpoolFilesOrFailedUploads(t *testing.T) {
+	s, nodes, _, cache := cachedService(t, 512, func(o *Options) { o.MemorySpoolMax = 0 })
+	ctx := context.Background()
+	_, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("spooled to disk")})
+	require.NoError(t, err)
+	n, _ := cache.Usage()
+	require.Zero(t, n, "only a body held in memory is put in the cache by its upload")
+
+	s, nodes, _, cache = cachedService(t, 512, nil)
+	for _, id := range []string{"A", "B", "C"} {
+		nodes.fail[id] = errs.E(errs.Unavailable, "connection refused")
+	}
+	_, err = s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("nobody took it")})
+	require.Error(t, err)
+	n, _ = cache.Usage()
+	require.Zero(t, n, "a failed upload caches nothing")
 }
 
 var _ Events = (*cacheEvents)(nil)

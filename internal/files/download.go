@@ -161,7 +161,8 @@ func (s *Service) fromCache(rec meta.FileRecord, rng *ByteRange) (*Download, boo
 }
 
 // cacheable says whether the content cache may hold rec's bytes: only bytes
-// verified whole before they are sent are put there.
+// known to match the checksum go there, those a download verified whole
+// before sending them and those an upload hashed in memory.
 func (s *Service) cacheable(rec meta.File) bool {
 	return s.opt.VerifyOnDownload && rec.SizeBytes <= s.opt.DownloadBuffer && s.opt.ContentCache.Fits(rec.SizeBytes)
 }

@@ -68,9 +68,10 @@ type Options struct {
 	// before its first byte is sent, so a corrupt copy there never reaches the
 	// client at all; larger files are verified while they stream.
 	DownloadBuffer int64
-	// ContentCache, when not nil, keeps the verified bytes of small files
-	// read whole (at most DownloadBuffer) and answers repeated downloads of
-	// them without asking a storage node.
+	// ContentCache, when not nil, keeps the bytes of small files (at most
+	// DownloadBuffer) that an upload held in memory or a download read whole
+	// and verified, and answers later downloads of them without asking a
+	// storage node.
 	ContentCache *contentcache.Cache
 	// ReplicaConcurrency bounds copy writes in flight across all uploads.
 	ReplicaConcurrency int

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -132,6 +133,12 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 	w.finish(rf, len(candidates))
 	if err := s.opt.Store.UpdateFile(ctx, &rec); err != nil {
 		return UploadResult{}, errs.Wrap(errs.KindOf(err), err, "commit upload %s", id)
+	}
+	if sp.mem != nil && s.cacheable(rec.File) {
+		// These bytes were hashed to make the file's checksum, so they are
+		// verified by construction; the spool's buffer goes back to its pool,
+		// so the cache gets a copy.
+		s.opt.ContentCache.Put(id, rec.Checksum, bytes.Clone(sp.mem))
 	}
 	s.opt.Events.Uploaded(rec.Status, rec.SizeBytes)
 	s.log.Info("upload finished", "file", id, "status", rec.Status, "primary", rec.PrimaryNodeID,

@@ -203,7 +203,7 @@ const cachedFiles = 2000
 
 // cached measures 4 KiB downloads with the coordinator's content cache on
 // (CONTENT_CACHE_SIZE, off by default), reading at random from cachedFiles
-// files uploaded first; after its first read a file comes from memory.
+// files uploaded first, which the uploads put in the cache.
 func (b *bench) cached(ctx context.Context) error {
 	bc, err := b.startCluster(ctx, "cached", 3, "CONTENT_CACHE_SIZE=64MiB")
 	if err != nil {
