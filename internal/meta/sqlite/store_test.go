@@ -80,6 +80,43 @@ func TestReopenKeepsData(t *testing.T) {
 	require.Equal(t, *rec, gotFile)
 }
 
+// TestUpgradeFromTheFirstSchema opens a database left at schema version 1,
+// with a file in it, and checks that opening it applies the later migrations
+// (the redundant indexes go) and keeps the data.
+func TestUpgradeFromTheFirstSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metadata.db")
+	ctx := context.Background()
+	s := openAt(t, path)
+	require.NoError(t, s.CreateNode(ctx, &meta.Node{ID: "node-1", Host: "h", Port: 1, Status: meta.NodeHealthy}))
+	rec := &meta.FileRecord{
+		File:     meta.File{ID: uuid.NewString(), Name: "a", Status: meta.FileActive, ReplicationFactor: 1, PrimaryNodeID: "node-1"},
+		Replicas: []meta.Replica{{NodeID: "node-1", Status: meta.ReplicaActive}},
+	}
+	require.NoError(t, s.CreateFile(ctx, rec))
+	// Back to version 1 as it was shipped.
+	for _, q := range []string{
+		`CREATE INDEX files_status_idx ON files (status)`,
+		`CREATE INDEX file_replicas_file_id_idx ON file_replicas (file_id)`,
+		`UPDATE schema_migrations SET version = 1`,
+	} {
+		_, err := s.write.Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, s.Close())
+
+	s = openAt(t, path)
+	var version int
+	require.NoError(t, s.read.QueryRow(`SELECT version FROM schema_migrations`).Scan(&version))
+	require.Equal(t, 2, version)
+	var n int
+	require.NoError(t, s.read.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index'
+		AND name IN ('files_status_idx', 'file_replicas_file_id_idx')`).Scan(&n))
+	require.Zero(t, n, "the redundant indexes are gone")
+	got, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, *rec, got)
+}
+
 // TestParallelWriters runs 16 writers and 4 readers at once, first on one
 // store and then split over two stores on the same file (two connections
 // that lock each other, as a second process would). No operation may fail
