@@ -236,6 +236,9 @@ func (b *bench) cached(ctx context.Context) error {
 	if err := <-failed; err != nil {
 		return fmt.Errorf("upload the files to read: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: the pool is not complete
+	}
 	s := newSeries()
 	for run := range b.runs {
 		b.logf("4 KiB downloads with the content cache, run %d of %d", run+1, b.runs)
