@@ -453,12 +453,9 @@ func (b *putBody) Read(p []byte) (int, error) {
 		return 0, errBodyReturned
 	}
 	b.reading = true
-	eof := b.eof
 	b.mu.Unlock()
 
-	if !eof {
-		b.stall.notWaiting()
-	}
+	b.stall.notWaiting()
 	n, err := b.r.Read(p)
 	if err == nil {
 		b.stall.waiting()
