@@ -163,6 +163,20 @@ type Store interface {
 	FileIDsInRanges(ctx context.Context, ranges []PositionRange) ([]string, error)
 	// CountFilesByStatus counts files per status.
 	CountFilesByStatus(ctx context.Context) (map[FileStatus]int, error)
+	// FilesAfter returns up to limit files, every status included, whose IDs
+	// sort after after ("" = from the start), in increasing ID order, each
+	// with its replicas: one page of a walk over every file by its primary
+	// key, which is how the anti-entropy sweep reads the metadata. after must
+	// be empty or a canonical file ID (errs.Invalid otherwise); limit must be
+	// positive.
+	FilesAfter(ctx context.Context, after string, limit int) ([]FileRecord, error)
+
+	// GetState returns the value stored under key, or an errs.NotFound error.
+	GetState(ctx context.Context, key string) (string, error)
+	// PutState stores value under key, replacing what was there. Background
+	// work keeps its progress here (the sweep's cursor) so that it survives
+	// a restart; an empty key is errs.Invalid.
+	PutState(ctx context.Context, key, value string) error
 
 	// AcquireLease takes or renews the named lease for owner until now+ttl. It
 	// reports false, without error, when another owner holds an unexpired lease.

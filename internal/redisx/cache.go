@@ -314,3 +314,18 @@ func (s *CachedStore) PruneLeases(ctx context.Context, grace time.Duration) (int
 func (s *CachedStore) ReleaseLease(ctx context.Context, name, owner string) error {
 	return s.store.ReleaseLease(ctx, name, owner)
 }
+
+// FilesAfter passes through: the sweep must see the store, not the cache.
+func (s *CachedStore) FilesAfter(ctx context.Context, after string, limit int) ([]meta.FileRecord, error) {
+	return s.store.FilesAfter(ctx, after, limit)
+}
+
+// GetState passes through.
+func (s *CachedStore) GetState(ctx context.Context, key string) (string, error) {
+	return s.store.GetState(ctx, key)
+}
+
+// PutState passes through.
+func (s *CachedStore) PutState(ctx context.Context, key, value string) error {
+	return s.store.PutState(ctx, key, value)
+}

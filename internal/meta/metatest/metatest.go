@@ -13,8 +13,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +60,9 @@ func Run(t *testing.T, open Opener) {
 		{"FileIDsInRanges", testFileIDsInRanges},
 		{"FileIDsInManyRanges", testFileIDsInManyRanges},
 		{"CountFilesByStatus", testCountFilesByStatus},
+		{"FilesAfter", testFilesAfter},
+		{"FilesAfterValidation", testFilesAfterValidation},
+		{"State", testState},
 		{"Leases", testLeases},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseValidation", testLeaseValidation},
@@ -714,6 +719,110 @@ func testFileIDsOnNode(t *testing.T, s meta.Store) {
 		slices.Sort(want)
 		require.Equal(t, want, got, "copies of any status count, in ID order (%s)", tc.node)
 	}
+}
+
+// testFilesAfter walks every file by ID in pages of every size from 1 to past
+// the end: each page continues after the last ID of the one before, nothing
+// is returned twice or skipped, every status is included, and each record
+// carries its replicas.
+func testFilesAfter(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "node-1", "node-2")
+	want := map[string]meta.FileRecord{}
+	statuses := []meta.FileStatus{meta.FilePending, meta.FileActive, meta.FileDegraded, meta.FileRebalancing, meta.FileFailed, meta.FileDeleted}
+	for i, st := range statuses {
+		replicas := map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive}
+		if i%2 == 0 {
+			replicas["node-2"] = meta.ReplicaFailed
+		}
+		rec := newFile(int64(i), replicas)
+		rec.Status = st
+		if st == meta.FilePending {
+			rec.Checksum, rec.PrimaryNodeID = "", ""
+			for j := range rec.Replicas {
+				rec.Replicas[j].Status = meta.ReplicaPending
+			}
+		}
+		createFile(t, s, rec)
+		want[rec.ID] = *rec
+	}
+	createFile(t, s, newFile(9, nil))
+	bare := 0
+	ids := slices.Sorted(maps.Keys(want))
+	for _, limit := range []int{1, 2, 3, len(ids) + 1, len(ids) + 5} {
+		var got []string
+		after := ""
+		for {
+			page, err := s.FilesAfter(ctx, after, limit)
+			require.NoError(t, err)
+			require.NotNil(t, page)
+			require.LessOrEqual(t, len(page), limit)
+			for _, rec := range page {
+				require.Greater(t, rec.ID, after, "a page continues after its cursor, in ID order")
+				after = rec.ID
+				got = append(got, rec.ID)
+				w, ok := want[rec.ID]
+				if !ok {
+					require.Empty(t, rec.Replicas, "the file created without copies has none")
+					bare++
+					continue
+				}
+				require.Equal(t, w.Status, rec.Status)
+				require.Len(t, rec.Replicas, len(w.Replicas), "file %s", rec.ID)
+				for _, c := range w.Replicas {
+					r, ok := rec.Replica(c.NodeID)
+					require.True(t, ok, "file %s lists its copy on %s", rec.ID, c.NodeID)
+					require.Equal(t, c.Status, r.Status)
+					require.Equal(t, rec.ID, r.FileID)
+				}
+				require.True(t, slices.IsSortedFunc(rec.Replicas, func(a, b meta.Replica) int { return strings.Compare(a.NodeID, b.NodeID) }))
+			}
+			if len(page) < limit {
+				break
+			}
+		}
+		require.Len(t, got, len(ids)+1, "page size %d: every file exactly once", limit)
+		require.True(t, slices.IsSorted(got))
+	}
+	require.Equal(t, 5, bare, "the bare file was met once per walk")
+	last := slices.Max(append(ids, ""))
+	page, err := s.FilesAfter(ctx, "ffffffff-ffff-ffff-ffff-ffffffffffff", 10)
+	require.NoError(t, err)
+	require.Empty(t, page, "nothing sorts after the last possible id")
+	page, err = s.FilesAfter(ctx, last, 10)
+	require.NoError(t, err)
+	for _, rec := range page {
+		require.Greater(t, rec.ID, last)
+	}
+}
+
+func testFilesAfterValidation(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	_, err := s.FilesAfter(ctx, "not-a-uuid", 10)
+	requireKind(t, err, errs.Invalid)
+	_, err = s.FilesAfter(ctx, "", 0)
+	requireKind(t, err, errs.Invalid)
+}
+
+func testState(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	_, err := s.GetState(ctx, "sweep")
+	requireKind(t, err, errs.NotFound)
+	require.NoError(t, s.PutState(ctx, "sweep", `{"cursor":"a"}`))
+	require.NoError(t, s.PutState(ctx, "other", "x"))
+	v, err := s.GetState(ctx, "sweep")
+	require.NoError(t, err)
+	require.Equal(t, `{"cursor":"a"}`, v)
+	require.NoError(t, s.PutState(ctx, "sweep", ""), "an empty value is a value")
+	v, err = s.GetState(ctx, "sweep")
+	require.NoError(t, err)
+	require.Empty(t, v)
+	v, err = s.GetState(ctx, "other")
+	require.NoError(t, err)
+	require.Equal(t, "x", v, "keys are independent")
+	requireKind(t, s.PutState(ctx, "", "x"), errs.Invalid)
+	_, err = s.GetState(ctx, "")
+	requireKind(t, err, errs.Invalid)
 }
 
 func testFileIDsByStatus(t *testing.T, s meta.Store) {

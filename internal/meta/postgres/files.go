@@ -428,3 +428,81 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 		return err
 	})
 }
+
+// FilesAfter returns the next page of files in ID order with their replicas,
+// read in one statement so that each record is one snapshot.
+func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta.FileRecord, error) {
+	if err := rules.CheckFilesAfter(after, limit); err != nil {
+		return nil, err
+	}
+	where, args := `TRUE`, []any{limit}
+	if after != "" {
+		where, args = `id > $2::uuid`, append(args, after)
+	}
+	out := []meta.FileRecord{}
+	err := s.run(ctx, "list files after "+after, func(ctx context.Context, c *pgxpool.Conn) error {
+		out = out[:0]
+		rows, err := c.Query(ctx, `SELECT `+fileColumns+`,
+				r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
+			FROM (SELECT * FROM files WHERE `+where+` ORDER BY id LIMIT $1) f
+			LEFT JOIN file_replicas r ON r.file_id = f.id
+			ORDER BY f.id, r.node_id`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f meta.File
+			var status string
+			var rID, rVersion *int64
+			var rNode, rStatus *string
+			var rCreated, rUpdated *time.Time
+			if err := rows.Scan(append(fileDest(&f, &status), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+				return err
+			}
+			finishFile(&f, status)
+			if n := len(out); n == 0 || out[n-1].ID != f.ID {
+				out = append(out, meta.FileRecord{File: f})
+			}
+			if rID == nil {
+				continue
+			}
+			rec := &out[len(out)-1]
+			rec.Replicas = append(rec.Replicas, meta.Replica{
+				ID: *rID, FileID: f.ID, NodeID: *rNode, Status: meta.ReplicaStatus(*rStatus),
+				CreatedAt: rules.Time(*rCreated), UpdatedAt: rules.Time(*rUpdated), Version: *rVersion,
+			})
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// GetState returns the value stored under key.
+func (s *Store) GetState(ctx context.Context, key string) (string, error) {
+	if err := rules.CheckStateKey(key); err != nil {
+		return "", err
+	}
+	var v string
+	err := s.run(ctx, "get state "+key, func(ctx context.Context, c *pgxpool.Conn) error {
+		err := c.QueryRow(ctx, `SELECT value FROM coordinator_state WHERE key = $1`, key).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return rules.StateNotFound(key)
+		}
+		return err
+	})
+	return v, err
+}
+
+// PutState stores value under key.
+func (s *Store) PutState(ctx context.Context, key, value string) error {
+	if err := rules.CheckStateKey(key); err != nil {
+		return err
+	}
+	return s.run(ctx, "put state "+key, func(ctx context.Context, c *pgxpool.Conn) error {
+		_, err := c.Exec(ctx, `INSERT INTO coordinator_state (key, value, updated_at) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
+			key, value, rules.Now())
+		return err
+	})
+}

@@ -532,3 +532,78 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 		return err
 	})
 }
+
+// sqlFilesAfter reads a page of files in ID order with their replicas in one
+// statement, so that each record is one snapshot. Canonical IDs are lower-case
+// UUID text, which sorts as their bytes do.
+const sqlFilesAfter = `SELECT ` + fileColumns + `,
+		r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
+	FROM (SELECT * FROM files WHERE id > ? ORDER BY id LIMIT ?) f
+	LEFT JOIN file_replicas r ON r.file_id = f.id
+	ORDER BY f.id, r.node_id`
+
+// FilesAfter returns the next page of files in ID order with their replicas.
+func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta.FileRecord, error) {
+	if err := rules.CheckFilesAfter(after, limit); err != nil {
+		return nil, err
+	}
+	out := []meta.FileRecord{}
+	err := s.readTx(ctx, "list files after "+after, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, sqlFilesAfter, after, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var fr fileRow
+			var rID, rCreated, rUpdated, rVersion sql.NullInt64
+			var rNode, rStatus sql.NullString
+			if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+				return err
+			}
+			f := fr.file()
+			if n := len(out); n == 0 || out[n-1].ID != f.ID {
+				out = append(out, meta.FileRecord{File: f})
+			}
+			if !rID.Valid {
+				continue
+			}
+			rec := &out[len(out)-1]
+			rec.Replicas = append(rec.Replicas, meta.Replica{
+				ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
+				CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
+			})
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetState returns the value stored under key.
+func (s *Store) GetState(ctx context.Context, key string) (string, error) {
+	if err := rules.CheckStateKey(key); err != nil {
+		return "", err
+	}
+	var v string
+	err := s.read.QueryRowContext(ctx, `SELECT value FROM coordinator_state WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", rules.StateNotFound(key)
+	}
+	return v, fail(ctx, err, "get state "+key)
+}
+
+// PutState stores value under key.
+func (s *Store) PutState(ctx context.Context, key, value string) error {
+	if err := rules.CheckStateKey(key); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, "put state "+key, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO coordinator_state (key, value, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+			key, value, micros(rules.Now()))
+		return err
+	})
+}

@@ -97,6 +97,7 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	for _, q := range []string{
 		`CREATE INDEX files_status_idx ON files (status)`,
 		`CREATE INDEX file_replicas_file_id_idx ON file_replicas (file_id)`,
+		`DROP TABLE coordinator_state`,
 		`UPDATE schema_migrations SET version = 1`,
 	} {
 		_, err := s.write.Exec(q)
@@ -107,7 +108,7 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	s = openAt(t, path)
 	var version int
 	require.NoError(t, s.read.QueryRow(`SELECT version FROM schema_migrations`).Scan(&version))
-	require.Equal(t, 2, version)
+	require.Equal(t, 3, version)
 	var n int
 	require.NoError(t, s.read.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index'
 		AND name IN ('files_status_idx', 'file_replicas_file_id_idx')`).Scan(&n))

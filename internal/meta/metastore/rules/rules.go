@@ -236,6 +236,31 @@ func CheckPage(q meta.FileQuery) error {
 	return nil
 }
 
+// CheckFilesAfter validates a FilesAfter page: the cursor is empty or a
+// canonical file ID, and the limit positive.
+func CheckFilesAfter(after string, limit int) error {
+	if after != "" && !CanonicalFileID(after) {
+		return errs.E(errs.Invalid, "cursor %q is not a canonical file id", after)
+	}
+	if limit < 1 {
+		return errs.E(errs.Invalid, "limit %d is below 1", limit)
+	}
+	return nil
+}
+
+// CheckStateKey validates the key of a coordinator state record.
+func CheckStateKey(key string) error {
+	if key == "" {
+		return errs.E(errs.Invalid, "state key is empty")
+	}
+	return nil
+}
+
+// StateNotFound is the error for a state key with no record.
+func StateNotFound(key string) error {
+	return errs.E(errs.NotFound, "no state is stored under %q", key)
+}
+
 // CheckLease validates a lease request.
 func CheckLease(name, owner string, ttl time.Duration) error {
 	switch {
