@@ -250,7 +250,10 @@ func (s *Service) check(ctx context.Context, f meta.File, node string) CopyCheck
 	default:
 		c.StoredChecksum, c.ActualChecksum = rh.Stored, rh.Actual
 		c.Result = "OK"
-		if rh.Actual != f.Checksum || rh.Size != f.SizeBytes {
+		// The recorded checksum counts as much as the bytes: a copy whose
+		// sidecar is missing, empty or garbage would be refused by the node
+		// on every read, so it is not a good copy however intact its bytes.
+		if rh.Actual != f.Checksum || rh.Stored != f.Checksum || rh.Size != f.SizeBytes {
 			c.Result = "CORRUPT"
 		}
 	}

@@ -114,16 +114,20 @@ func New(o Options) *Reconciler {
 
 // Outcome is what one reconciliation of one file did.
 type Outcome struct {
-	FileID           string
-	Status           meta.FileStatus // the status it left (empty when the row is gone)
-	Changed          bool            // metadata or copies changed
-	CopiesCreated    int
-	CopiesRemoved    int
-	PrimaryPromoted  bool
-	Failures         int  // copy creations or removals that failed
-	Unrecoverable    bool // no reachable copy to read or copy from
-	Removed          bool // the file's row is gone (a delete completed, or it never existed)
-	Skipped          bool // an upload in flight or another coordinator owns the file
+	FileID          string
+	Status          meta.FileStatus // the status it left (empty when the row is gone)
+	Changed         bool            // metadata or copies changed
+	CopiesCreated   int
+	CopiesRemoved   int
+	PrimaryPromoted bool
+	Failures        int  // copy creations or removals that failed
+	Unrecoverable   bool // no reachable copy to read or copy from
+	Removed         bool // the file's row is gone (a delete completed, or it never existed)
+	Skipped         bool // an upload in flight or another coordinator owns the file
+	// Busy is set with Skipped when the file was not looked at because its
+	// lease could not be had: another coordinator holds it, or leases are
+	// unavailable for a moment. The work is still to be done.
+	Busy             bool
 	RemainingHolders []string
 }
 
@@ -134,15 +138,25 @@ const maxAttempts = 5
 // Reconcile brings file id's copies in line with the ring. A file another
 // coordinator is reconciling right now is skipped (Outcome.Skipped).
 func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) {
+	return r.ReconcileWith(ctx, id)
+}
+
+// ReconcileWith is Reconcile that also asks the extra nodes what they hold
+// under the file's id, though neither the ring nor the file's copy rows name
+// them: the anti-entropy sweep passes the nodes whose inventory lists a blob
+// the metadata does not. A copy found there is adopted while the file needs
+// it and removed as surplus once the desired copies are complete; for a
+// deleted file it is removed.
+func (r *Reconciler) ReconcileWith(ctx context.Context, id string, extra ...string) (Outcome, error) {
 	if r.lock != nil {
 		work, release, ok := r.lock(ctx, "file:"+id, r.lockTTL)
 		if !ok {
-			return Outcome{FileID: id, Skipped: true}, nil
+			return Outcome{FileID: id, Skipped: true, Busy: true}, nil
 		}
 		defer release()
 		ctx = work
 	}
-	return r.ReconcileNow(ctx, id)
+	return r.reconcileNow(ctx, id, extra)
 }
 
 // ReconcileNow reconciles without taking the file's lease. It serves a
@@ -151,9 +165,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) 
 // metadata write is optimistic and every copy idempotent, so overlapping a
 // leased run costs at most some duplicated work.
 func (r *Reconciler) ReconcileNow(ctx context.Context, id string) (Outcome, error) {
+	return r.reconcileNow(ctx, id, nil)
+}
+
+func (r *Reconciler) reconcileNow(ctx context.Context, id string, extra []string) (Outcome, error) {
 	var lastErr error
 	for range maxAttempts {
-		out, err := r.once(ctx, id)
+		out, err := r.once(ctx, id, extra)
 		if !errs.Is(err, errs.Conflict) {
 			return out, err
 		}
@@ -177,7 +195,7 @@ var stateNames = [...]string{"offline", "absent", "present", "mismatch", "unreac
 
 func (s state) String() string { return stateNames[s] }
 
-func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
+func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outcome, error) {
 	rec, err := r.store.GetFile(ctx, id)
 	if errs.Is(err, errs.NotFound) {
 		return Outcome{FileID: id, Removed: true}, nil
@@ -189,7 +207,7 @@ func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
 	case meta.FilePending:
 		return Outcome{FileID: id, Status: rec.Status, Skipped: true}, nil
 	case meta.FileDeleted:
-		return r.finishDelete(ctx, rec)
+		return r.finishDelete(ctx, rec, extra)
 	}
 
 	rg := r.cluster.Ring()
@@ -198,6 +216,11 @@ func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
 	for _, c := range rec.Replicas {
 		if !slices.Contains(nodes, c.NodeID) {
 			nodes = append(nodes, c.NodeID)
+		}
+	}
+	for _, n := range extra {
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
 		}
 	}
 	obs := r.observe(ctx, rec, nodes)
@@ -358,8 +381,14 @@ func (r *Reconciler) once(ctx context.Context, id string) (Outcome, error) {
 		return out, nil
 	}
 	if err := r.store.UpdateFile(ctx, &next); err != nil {
-		if errs.Is(err, errs.Conflict) && len(created) > 0 {
+		// The file may have been deleted while its copies were being made
+		// (its row is then DELETED, or gone altogether): the copies made for
+		// it would be orphans that nothing else lists.
+		if (errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound)) && len(created) > 0 {
 			r.undoIfDeleted(ctx, id, created, obs)
+		}
+		if errs.Is(err, errs.NotFound) {
+			return Outcome{FileID: id, Removed: true, CopiesCreated: out.CopiesCreated}, nil
 		}
 		return out, err
 	}
@@ -412,6 +441,11 @@ func (r *Reconciler) head(ctx context.Context, f meta.File, base string) state {
 	switch {
 	case errs.Is(err, errs.NotFound):
 		return absent
+	case errs.Is(err, errs.Corrupt):
+		// The node answered, and what it holds under this id is not a good
+		// copy (a torn or garbage checksum sidecar): a copy to replace, not
+		// an unreachable node.
+		return mismatch
 	case err != nil:
 		return unreachable
 	case info.Checksum == f.Checksum && info.Size == f.SizeBytes:
@@ -531,7 +565,7 @@ func (r *Reconciler) remove(ctx context.Context, id, n string) error {
 // while they were being made, so a concurrent delete leaves no orphan.
 func (r *Reconciler) undoIfDeleted(ctx context.Context, id string, created []string, obs map[string]state) {
 	cur, err := r.store.GetFile(ctx, id)
-	if err == nil && cur.Status != meta.FileDeleted {
+	if err == nil && cur.Status != meta.FileDeleted || err != nil && !errs.Is(err, errs.NotFound) {
 		return
 	}
 	for _, n := range created {
@@ -543,14 +577,29 @@ func (r *Reconciler) undoIfDeleted(ctx context.Context, id string, created []str
 	}
 }
 
-// finishDelete removes every remaining copy of a DELETED file it can reach and
-// drops the row once none is left. A deleted file is never re-created.
-func (r *Reconciler) finishDelete(ctx context.Context, rec meta.FileRecord) (Outcome, error) {
+// finishDelete removes every remaining copy of a DELETED file it can reach,
+// on the nodes its rows name and on the extra ones, and drops the row once
+// none is left. A deleted file is never re-created.
+func (r *Reconciler) finishDelete(ctx context.Context, rec meta.FileRecord, extra []string) (Outcome, error) {
 	out := Outcome{FileID: rec.ID, Status: meta.FileDeleted}
 	next := rec
 	next.Replicas = nil
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	for _, n := range extra {
+		if _, listed := rec.Replica(n); listed {
+			continue
+		}
+		wg.Go(func() {
+			if err := r.remove(ctx, rec.ID, n); err != nil {
+				r.log.Warn("could not remove an unlisted copy of a deleted file", "file", rec.ID, "node", n, "err", err)
+				return
+			}
+			mu.Lock()
+			out.CopiesRemoved++
+			mu.Unlock()
+		})
+	}
 	for _, c := range rec.Replicas {
 		wg.Go(func() {
 			err := r.remove(ctx, rec.ID, c.NodeID)

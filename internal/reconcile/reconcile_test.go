@@ -30,11 +30,16 @@ type fakeNodes struct {
 	stores  map[string]*blob.Memory
 	down    map[string]bool
 	failPut map[string]error
-	ops     []string
+	// headErr answers a node's HEAD with an error until the node deletes
+	// the blob (a torn sidecar, say).
+	headErr map[string]error
+	// afterPut, when set, runs after a copy landed on a node.
+	afterPut func(base string)
+	ops      []string
 }
 
 func newFakeNodes(ids ...string) *fakeNodes {
-	f := &fakeNodes{stores: map[string]*blob.Memory{}, down: map[string]bool{}, failPut: map[string]error{}}
+	f := &fakeNodes{stores: map[string]*blob.Memory{}, down: map[string]bool{}, failPut: map[string]error{}, headErr: map[string]error{}}
 	for _, id := range ids {
 		f.stores[id] = blob.NewMemory(blob.Options{})
 	}
@@ -60,6 +65,12 @@ func (f *fakeNodes) Head(ctx context.Context, base, id string) (blob.Info, error
 	s, err := f.node(base)
 	if err != nil {
 		return blob.Info{}, err
+	}
+	f.mu.Lock()
+	herr := f.headErr[base]
+	f.mu.Unlock()
+	if herr != nil {
+		return blob.Info{}, herr
 	}
 	return s.Stat(ctx, id)
 }
@@ -90,6 +101,9 @@ func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int
 	info, created, err := s.Receive(ctx, id, checksum, size, body)
 	if err == nil {
 		f.log("put " + base)
+		if f.afterPut != nil {
+			f.afterPut(base)
+		}
 	}
 	return info, created, err
 }
@@ -100,6 +114,9 @@ func (f *fakeNodes) Delete(ctx context.Context, base, id string) error {
 		return err
 	}
 	f.log("delete " + base)
+	f.mu.Lock()
+	delete(f.headErr, base)
+	f.mu.Unlock()
 	return s.Remove(ctx, id)
 }
 
@@ -420,4 +437,94 @@ func TestFullNodeGivesItsPlaceToTheNextNode(t *testing.T) {
 	require.Zero(t, out.Failures+out.CopiesCreated+out.CopiesRemoved)
 	require.False(t, out.Changed)
 	require.Equal(t, meta.FileActive, out.Status)
+}
+
+// A node that answers "what I hold under this id is corrupt" (a torn or
+// garbage sidecar) is reachable: its copy is replaced, and the file does not
+// stay DEGRADED waiting for a node that will never be "back".
+func TestCorruptAnswerIsACopyToReplace(t *testing.T) {
+	f := newFixture(t, "A", "B", "C")
+	f.cluster.set("A", "B", "C")
+	rec := f.file([]byte("torn sidecar"), "A", "B", "C")
+	f.nodes.headErr["B"] = errs.E(errs.Corrupt, "sidecar is malformed")
+	out := f.reconcile(rec.ID)
+	require.Equal(t, 1, out.CopiesCreated)
+	require.Equal(t, meta.FileActive, out.Status)
+	require.Equal(t, []string{"delete B", "put B"}, f.nodes.takeOps(), "the bad copy is removed, then rewritten")
+	require.ElementsMatch(t, []string{"A", "B", "C"}, activeNodes(f.get(rec.ID)))
+}
+
+// A copy made for a file whose row disappears meanwhile (a delete finished
+// while the copy was in flight) is removed by the run that made it.
+func TestCopyForAFileDeletedMeanwhileIsRemoved(t *testing.T) {
+	f := newFixture(t, "A", "B", "C", "D")
+	f.cluster.set("A", "B", "C")
+	rec, _, after := movedFile(t, f, []string{"A", "B", "C"}, []string{"A", "B", "C", "D"}, func(i int) []byte { return []byte(fmt.Sprint("raced-", i)) })
+	require.Contains(t, after, "D")
+	f.cluster.set("A", "B", "C", "D")
+	f.nodes.afterPut = func(base string) {
+		if base == "D" {
+			require.NoError(t, f.store.DeleteFile(context.Background(), rec.ID))
+		}
+	}
+	out := f.reconcile(rec.ID)
+	require.True(t, out.Removed, "%+v", out)
+	require.False(t, f.nodes.holds("D", rec.ID), "the copy made for a deleted file was left behind")
+}
+
+// The sweep names nodes whose inventory holds a blob the metadata does not
+// list. Such a copy is adopted while the file needs it, removed as surplus
+// once the desired copies are complete, and removed for a deleted file.
+func TestUnlistedCopies(t *testing.T) {
+	t.Run("surplus is removed once the desired copies are complete", func(t *testing.T) {
+		f := newFixture(t, "A", "B", "C", "D")
+		f.cluster.set("A", "B", "C", "D")
+		var rec meta.FileRecord
+		var spare string
+		for i := 0; spare == ""; i++ {
+			data := []byte(fmt.Sprint("unlisted-", i))
+			sum := sha256.Sum256(data)
+			id := fmt.Sprintf("00000000-0000-4000-8000-%012x", sum[:6])
+			pref := f.cluster.Ring().Preference(id, 4)
+			rec = f.file(data, pref[:3]...)
+			spare = pref[3]
+			_, _, err := f.nodes.stores[spare].Receive(context.Background(), rec.ID, rec.Checksum, rec.SizeBytes, bytes.NewReader(data))
+			require.NoError(t, err)
+		}
+		out := f.reconcile(rec.ID)
+		require.Zero(t, out.CopiesRemoved, "a plain reconcile does not look at nodes nothing names")
+		out, err := f.rec.ReconcileWith(context.Background(), rec.ID, spare)
+		require.NoError(t, err)
+		require.Equal(t, 1, out.CopiesRemoved)
+		require.False(t, f.nodes.holds(spare, rec.ID))
+		require.Len(t, f.get(rec.ID).Replicas, 3)
+	})
+	t.Run("a desired node's unlisted copy is adopted without copying", func(t *testing.T) {
+		f := newFixture(t, "A", "B", "C")
+		f.cluster.set("A", "B", "C")
+		rec := f.file([]byte("adopt me"), "A", "B", "C")
+		rec.Replicas = rec.Replicas[:1]
+		rec.Status = meta.FileDegraded
+		require.NoError(t, f.store.UpdateFile(context.Background(), &rec))
+		out, err := f.rec.ReconcileWith(context.Background(), rec.ID, "B", "C")
+		require.NoError(t, err)
+		require.Zero(t, out.CopiesCreated)
+		require.Equal(t, meta.FileActive, out.Status)
+		require.Empty(t, f.nodes.takeOps())
+	})
+	t.Run("a deleted file's unlisted copy is removed", func(t *testing.T) {
+		f := newFixture(t, "A", "B", "C", "D")
+		f.cluster.set("A", "B", "C", "D")
+		rec := f.file([]byte("gone"), "A", "B")
+		_, _, err := f.nodes.stores["D"].Receive(context.Background(), rec.ID, rec.Checksum, rec.SizeBytes, bytes.NewReader([]byte("gone")))
+		require.NoError(t, err)
+		rec.Status = meta.FileDeleted
+		require.NoError(t, f.store.UpdateFile(context.Background(), &rec))
+		out, err := f.rec.ReconcileWith(context.Background(), rec.ID, "D")
+		require.NoError(t, err)
+		require.True(t, out.Removed)
+		for _, n := range []string{"A", "B", "D"} {
+			require.False(t, f.nodes.holds(n, rec.ID), n)
+		}
+	})
 }
