@@ -239,7 +239,11 @@ type RebalanceReport struct {
 	PrimariesPromoted  int      `json:"primariesPromoted"`
 	Failures           int      `json:"failures"`
 	UnrecoverableFiles []string `json:"unrecoverableFiles"`
-	DurationMs         int64    `json:"durationMs"`
+	// FilesSkipped counts files the run did not reconcile; Complete is
+	// false when there are any, and the run is then retried.
+	FilesSkipped int   `json:"filesSkipped"`
+	DurationMs   int64 `json:"durationMs"`
+	Complete     bool  `json:"complete"`
 	// Skipped is true when another coordinator was running the same
 	// rebalance, so this run did nothing.
 	Skipped bool `json:"skipped,omitempty"`

@@ -83,7 +83,7 @@ func TestValidAnswersPass(t *testing.T) {
 			  "metadataStore":{"status":"UP","kind":"sqlite"},"redis":{"status":"DISABLED"}}`},
 		{"drain report", "DELETE", "/api/nodes/node-2", 200, jsonHeader(),
 			`{"node":` + node + `,"drain":{"node":"node-2","filesRemaining":0,"complete":true,"run":{"trigger":"DEREGISTERED","node":"node-2",
-			  "filesScanned":3,"filesAffected":3,"copiesCreated":3,"copiesRemoved":3,"primariesPromoted":1,"failures":0,"unrecoverableFiles":[],"durationMs":12}}}`},
+			  "filesScanned":3,"filesAffected":3,"copiesCreated":3,"copiesRemoved":3,"primariesPromoted":1,"failures":0,"unrecoverableFiles":[],"filesSkipped":0,"durationMs":12,"complete":true}}}`},
 		{"encoded slash stays in the id", "GET", "/api/files/..%2F..%2Fetc/metadata", 400, jsonHeader(),
 			strings.Replace(errorBody, `404,"error":"FILE_NOT_FOUND"`, `400,"error":"INVALID_REQUEST"`, 1)},
 		{"router 404", "GET", "/api/nothing", 404, jsonHeader(),

@@ -50,7 +50,14 @@ type Report struct {
 	PrimariesPromoted  int      `json:"primariesPromoted"`
 	Failures           int      `json:"failures"`
 	UnrecoverableFiles []string `json:"unrecoverableFiles"`
-	DurationMs         int64    `json:"durationMs"`
+	// FilesSkipped counts the files this run did not reconcile: their lease
+	// was held or could not be had, a reconcile ended in an error, or the
+	// run was cut short before reaching them.
+	FilesSkipped int   `json:"filesSkipped"`
+	DurationMs   int64 `json:"durationMs"`
+	// Complete is true when every file was reconciled. A run that is not
+	// complete did not do its job: whoever asked for it must retry it.
+	Complete bool `json:"complete"`
 	// Skipped is true when another coordinator was running the same
 	// rebalance, so this one did nothing.
 	Skipped bool `json:"skipped,omitempty"`
@@ -208,8 +215,12 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 		return Report{Trigger: trigger, Node: node}, err
 	}
 	rep := b.RunFiles(ctx, trigger, node, ids)
-	b.log.Info("rebalance completed", "trigger", trigger, "node", node,
-		"scanned", rep.FilesScanned, "affected", rep.FilesAffected,
+	msg, level := "rebalance completed", slog.LevelInfo
+	if !rep.Complete {
+		msg, level = "rebalance cut short: some files were not reconciled and the run will be retried", slog.LevelWarn
+	}
+	b.log.Log(ctx, level, msg, "trigger", trigger, "node", node,
+		"scanned", rep.FilesScanned, "affected", rep.FilesAffected, "skipped", rep.FilesSkipped,
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved,
 		"promoted", rep.PrimariesPromoted, "failures", rep.Failures,
 		"unrecoverable", len(rep.UnrecoverableFiles), "duration_ms", rep.DurationMs)
@@ -233,7 +244,10 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 				mu.Lock()
 				if err != nil {
 					rep.Failures++
+					rep.FilesSkipped++
 					b.log.Warn("reconcile failed", "file", id, "err", err)
+				} else if out.Busy {
+					rep.FilesSkipped++
 				}
 				if out.Changed || out.CopiesCreated > 0 || out.CopiesRemoved > 0 {
 					rep.FilesAffected++
@@ -255,15 +269,19 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 			}
 		})
 	}
+	sent := 0
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			break
 		}
 		work <- id
+		sent++
 	}
 	close(work)
 	wg.Wait()
 	slices.Sort(rep.UnrecoverableFiles)
+	rep.FilesSkipped += len(ids) - sent
+	rep.Complete = rep.FilesSkipped == 0 && ctx.Err() == nil
 	rep.DurationMs = time.Since(start).Milliseconds()
 	if b.o.OnReport != nil {
 		b.o.OnReport(rep)
@@ -349,6 +367,7 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 	}
 	total.DurationMs = time.Since(start).Milliseconds()
 	d, err := b.DrainProgress(ctx, node)
+	total.FilesSkipped, total.Complete = d.FilesRemaining, err == nil && d.Complete
 	d.Run = &total
 	b.log.Info("drain finished", "node", node, "complete", d.Complete, "files_remaining", d.FilesRemaining,
 		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures, "duration_ms", total.DurationMs)
