@@ -676,3 +676,20 @@ func sameState(a, b meta.FileRecord) bool {
 	}
 	return true
 }
+
+// Placed reports whether rec is exactly where the ring wants it, judged from
+// the metadata alone: ACTIVE, one ACTIVE copy on each desired node and no
+// other copy row, with the first desired node as primary. It costs a
+// comparison, not a node call, so a sweep over every file spends I/O only on
+// the files it returns false for.
+func Placed(rec meta.FileRecord, desired []string) bool {
+	if rec.Status != meta.FileActive || len(desired) == 0 || rec.PrimaryNodeID != desired[0] || len(rec.Replicas) != len(desired) {
+		return false
+	}
+	for _, c := range rec.Replicas {
+		if c.Status != meta.ReplicaActive || !slices.Contains(desired, c.NodeID) {
+			return false
+		}
+	}
+	return true
+}

@@ -528,3 +528,35 @@ func TestUnlistedCopies(t *testing.T) {
 		}
 	})
 }
+
+func TestPlaced(t *testing.T) {
+	active := func(nodes ...string) []meta.Replica {
+		var out []meta.Replica
+		for _, n := range nodes {
+			out = append(out, meta.Replica{NodeID: n, Status: meta.ReplicaActive})
+		}
+		return out
+	}
+	rec := func(st meta.FileStatus, primary string, rs []meta.Replica) meta.FileRecord {
+		return meta.FileRecord{File: meta.File{Status: st, PrimaryNodeID: primary}, Replicas: rs}
+	}
+	desired := []string{"B", "A", "C"}
+	cases := []struct {
+		name string
+		rec  meta.FileRecord
+		want bool
+	}{
+		{"exactly placed", rec(meta.FileActive, "B", active("A", "B", "C")), true},
+		{"wrong primary", rec(meta.FileActive, "A", active("A", "B", "C")), false},
+		{"a copy elsewhere", rec(meta.FileActive, "B", active("A", "B", "D")), false},
+		{"a surplus copy", rec(meta.FileActive, "B", active("A", "B", "C", "D")), false},
+		{"a copy short", rec(meta.FileActive, "B", active("A", "B")), false},
+		{"a failed row", rec(meta.FileActive, "B", append(active("A", "B", "C")[:2], meta.Replica{NodeID: "C", Status: meta.ReplicaFailed})), false},
+		{"degraded", rec(meta.FileDegraded, "B", active("A", "B", "C")), false},
+		{"rebalancing", rec(meta.FileRebalancing, "B", active("A", "B", "C")), false},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, Placed(tc.rec, desired), tc.name)
+	}
+	require.False(t, Placed(rec(meta.FileActive, "", nil), nil), "an empty ring places nothing")
+}
