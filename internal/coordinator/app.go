@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/api"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/files"
@@ -43,6 +44,7 @@ type App struct {
 	rebalancer *rebalance.Rebalancer
 	files      *files.Service
 	repair     *repairLoop
+	sweeper    *antientropy.Sweeper
 	handler    http.Handler
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
@@ -131,6 +133,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
+	})
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	// The sweep reads the store itself, not a cache: an orphan is removed
+	// only when the store says no file owns it.
+	a.sweeper, err = antientropy.New(antientropy.Options{
+		Store: base, Nodes: nodes, Cluster: a.members, Reconciler: rec, ReplicationFactor: cfg.ReplicationFactor,
+		Interval: cfg.AntiEntropyInterval, Rate: cfg.AntiEntropyRate, OrphanGrace: cfg.AntiEntropyOrphanGrace,
+		MoveMisplaced: cfg.RebalanceOnMembershipChange, Lock: lock, Events: metrics.NewAntiEntropy(reg), Logger: log,
 	})
 	if err != nil {
 		a.close()
@@ -360,6 +373,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { a.members.Run(bg) })
 	wg.Go(func() { a.rebalanceOnEvents(bg) })
 	wg.Go(func() { a.repair.run(bg) })
+	wg.Go(func() { a.sweeper.Run(bg) })
 	if a.redis != nil {
 		wg.Go(func() {
 			a.redis.SubscribeMembership(bg, func(string) {

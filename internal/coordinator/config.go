@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -35,6 +36,9 @@ type Config struct {
 	CacheEnabled                bool          // CACHE_ENABLED
 	CacheMetadataTTL            time.Duration // CACHE_METADATA_TTL
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
+	AntiEntropyInterval         time.Duration // ANTI_ENTROPY_INTERVAL: every file is checked against the ring and the nodes within this period
+	AntiEntropyRate             int           // ANTI_ENTROPY_RATE: files the sweep checks per second at most
+	AntiEntropyOrphanGrace      time.Duration // ANTI_ENTROPY_ORPHAN_GRACE: how long a blob no metadata lists is left before it is removed
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
 	NodeStallTimeout            time.Duration // NODE_STALL_TIMEOUT: a node transfer that makes no progress this long fails
@@ -75,6 +79,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		CacheEnabled:                l.Bool("CACHE_ENABLED", true),
 		CacheMetadataTTL:            l.Duration("CACHE_METADATA_TTL", 2*time.Minute),
 		PendingUploadTimeout:        l.Duration("PENDING_UPLOAD_TIMEOUT", 15*time.Minute),
+		AntiEntropyInterval:         l.Duration("ANTI_ENTROPY_INTERVAL", antientropy.DefaultInterval),
+		AntiEntropyRate:             l.Int("ANTI_ENTROPY_RATE", antientropy.DefaultRate, 1, 1_000_000),
+		AntiEntropyOrphanGrace:      l.Duration("ANTI_ENTROPY_ORPHAN_GRACE", antientropy.DefaultOrphanGrace),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
 		NodeStallTimeout:            l.Duration("NODE_STALL_TIMEOUT", nodeclient.DefaultStallTimeout),
@@ -128,6 +135,16 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.SpoolMemoryMax > c.SpoolMemoryLimit {
 		problems = append(problems, fmt.Errorf("SPOOL_MEMORY_MAX=%d: larger than SPOOL_MEMORY_LIMIT=%d, so no upload could be held in memory", c.SpoolMemoryMax, c.SpoolMemoryLimit))
+	}
+	if c.AntiEntropyInterval <= 0 {
+		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_INTERVAL=%s: must be positive", c.AntiEntropyInterval))
+	}
+	// An upload's copies land before its rows say where they are, and a
+	// PENDING row lives up to PENDING_UPLOAD_TIMEOUT: a grace shorter than
+	// that could remove a copy an upload is about to record.
+	if c.AntiEntropyOrphanGrace < c.PendingUploadTimeout {
+		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_ORPHAN_GRACE=%s: must be at least PENDING_UPLOAD_TIMEOUT (%s), the longest an upload's copies can wait for their rows",
+			c.AntiEntropyOrphanGrace, c.PendingUploadTimeout))
 	}
 	if err := debugserver.ValidateAddr(c.PprofAddr); err != nil {
 		problems = append(problems, fmt.Errorf("PPROF_ADDR=%q: %v", c.PprofAddr, err))

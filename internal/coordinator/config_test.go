@@ -18,6 +18,7 @@ func TestConfigDefaults(t *testing.T) {
 		HealthFailureThreshold: 2, HealthSuccessThreshold: 2, RebalanceOnMembershipChange: true,
 		RepairInterval: time.Minute, VerifyChecksumOnDownload: true, DownloadBufferSize: 1 << 20,
 		CacheEnabled: true, CacheMetadataTTL: 2 * time.Minute, PendingUploadTimeout: 15 * time.Minute,
+		AntiEntropyInterval: 10 * time.Minute, AntiEntropyRate: 2000, AntiEntropyOrphanGrace: 30 * time.Minute,
 		ReplicaWriteConcurrency: 64, LocalCacheEntries: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
 	}, c)
 	require.Equal(t, ":8080", c.Addr())
@@ -33,6 +34,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		"REBALANCE_ON_MEMBERSHIP_CHANGE": "false", "REPAIR_INTERVAL": "30s",
 		"VERIFY_CHECKSUM_ON_DOWNLOAD": "false", "DOWNLOAD_BUFFER_SIZE": "64KB",
 		"CACHE_ENABLED": "false", "CACHE_METADATA_TTL": "10s", "PENDING_UPLOAD_TIMEOUT": "1m",
+		"ANTI_ENTROPY_INTERVAL": "5m", "ANTI_ENTROPY_RATE": "300", "ANTI_ENTROPY_ORPHAN_GRACE": "2m",
 		"REPLICA_WRITE_CONCURRENCY": "8", "SPOOL_MEMORY_MAX": "64KiB", "LOCAL_CACHE_ENTRIES": "5", "CONTENT_CACHE_MAX_FILE": "32KiB", "NODE_STALL_TIMEOUT": "7s", "REBALANCE_PARALLELISM": "4", "SPOOL_MEMORY_LIMIT": "1MiB", "DRAIN_TIMEOUT": "1m", "LEASE_TTL": "5s", "CLUSTER_TOKEN": "t",
 		"LOG_LEVEL": "debug", "LOG_FORMAT": "json", "PPROF_ADDR": "127.0.0.1:6060",
 	}))
@@ -44,6 +46,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		HealthFailureThreshold: 4, HealthSuccessThreshold: 5, RebalanceOnMembershipChange: false,
 		RepairInterval: 30 * time.Second, VerifyChecksumOnDownload: false, DownloadBufferSize: 64 << 10,
 		CacheEnabled: false, CacheMetadataTTL: 10 * time.Second, PendingUploadTimeout: time.Minute,
+		AntiEntropyInterval: 5 * time.Minute, AntiEntropyRate: 300, AntiEntropyOrphanGrace: 2 * time.Minute,
 		ReplicaWriteConcurrency: 8, LocalCacheEntries: 5, ContentCacheMaxFile: 32 << 10, NodeStallTimeout: 7 * time.Second, RebalanceParallelism: 4, SpoolMemoryMax: 64 << 10, SpoolMemoryLimit: 1 << 20, DrainTimeout: time.Minute, LeaseTTL: 5 * time.Second, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
 		PprofAddr: "127.0.0.1:6060",
 	}, c)
@@ -67,12 +70,19 @@ func TestConfigNamesEveryBadVariable(t *testing.T) {
 		"HEALTH_PROBE_TIMEOUT": "0", "LEASE_TTL": "x", "PPROF_ADDR": "6060",
 		"SPOOL_MEMORY_MAX": "2MiB", "SPOOL_MEMORY_LIMIT": "1MiB", "LOCAL_CACHE_ENTRIES": "-1", "REBALANCE_PARALLELISM": "0",
 		"CONTENT_CACHE_SIZE": "-1", "CONTENT_CACHE_MAX_FILE": "lots", "NODE_STALL_TIMEOUT": "0s",
+		"ANTI_ENTROPY_INTERVAL": "0s", "ANTI_ENTROPY_RATE": "0", "ANTI_ENTROPY_ORPHAN_GRACE": "never",
 	}
 	_, err := LoadConfig(envconf.FromMap(bad))
 	require.Error(t, err)
 	for name := range bad {
 		require.Contains(t, err.Error(), name, "the error names %s", name)
 	}
+}
+
+func TestConfigOrphanGraceCoversPendingUploads(t *testing.T) {
+	_, err := LoadConfig(envconf.FromMap(map[string]string{"PENDING_UPLOAD_TIMEOUT": "20m", "ANTI_ENTROPY_ORPHAN_GRACE": "10m"}))
+	require.ErrorContains(t, err, "ANTI_ENTROPY_ORPHAN_GRACE")
+	require.ErrorContains(t, err, "PENDING_UPLOAD_TIMEOUT")
 }
 
 func TestConfigContentCache(t *testing.T) {

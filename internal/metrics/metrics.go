@@ -79,6 +79,7 @@ type Coordinator struct {
 	rebalanceCreated  *prometheus.CounterVec
 	rebalanceRemoved  *prometheus.CounterVec
 	rebalanceFailures *prometheus.CounterVec
+	rebalanceSkipped  *prometheus.CounterVec
 	rebalanceDuration *prometheus.HistogramVec
 
 	cacheHits   prometheus.Counter
@@ -193,6 +194,8 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 			"File copies removed by rebalance runs, by trigger.", "trigger"),
 		rebalanceFailures: counterVec("dfs_rebalance_failures_total",
 			"Files a rebalance run could not bring in line, by trigger.", "trigger"),
+		rebalanceSkipped: counterVec("dfs_rebalance_files_skipped_total",
+			"Files a rebalance run did not reconcile (lease held or unavailable, reconcile error, run cut short), by trigger; such a run is not complete and is retried.", "trigger"),
 		rebalanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dfs_rebalance_duration_seconds",
 			Help:    "Duration of rebalance runs by trigger.",
@@ -224,7 +227,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dfs_ring_nodes", Help: "Storage nodes on the hash ring.",
 		}, c.ringNodes),
-		c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures, c.rebalanceDuration,
+		c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures, c.rebalanceSkipped, c.rebalanceDuration,
 		c.cacheHits, c.cacheMisses, c.redisErrors, c.localHits, c.localMisses,
 		c.contentHits, c.contentMisses,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -247,7 +250,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		c.verifies.WithLabelValues(r)
 	}
 	for _, t := range triggers {
-		for _, v := range []*prometheus.CounterVec{c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures} {
+		for _, v := range []*prometheus.CounterVec{c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures, c.rebalanceSkipped} {
 			v.WithLabelValues(string(t))
 		}
 		c.rebalanceDuration.WithLabelValues(string(t))
@@ -372,6 +375,7 @@ func (c *Coordinator) RebalanceDone(r rebalance.Report) {
 	addCount(c.rebalanceCreated.WithLabelValues(t), int64(r.CopiesCreated))
 	addCount(c.rebalanceRemoved.WithLabelValues(t), int64(r.CopiesRemoved))
 	addCount(c.rebalanceFailures.WithLabelValues(t), int64(r.Failures))
+	addCount(c.rebalanceSkipped.WithLabelValues(t), int64(r.FilesSkipped))
 	c.rebalanceDuration.WithLabelValues(t).Observe(float64(max(r.DurationMs, 0)) / 1000)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -245,7 +247,7 @@ func TestRingNodesReadsTheLiveRing(t *testing.T) {
 func TestRebalanceDone(t *testing.T) {
 	c, reg := newCoordinator(t, metrics.Options{})
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Joined, CopiesCreated: 7, CopiesRemoved: 5, Failures: 1, DurationMs: 1500})
-	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Joined, CopiesCreated: 3, DurationMs: 20})
+	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Joined, CopiesCreated: 3, FilesSkipped: 4, DurationMs: 20})
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Repair, CopiesCreated: 2})
 	c.RebalanceDone(rebalance.Report{Trigger: "SOMETHING", CopiesRemoved: -4, DurationMs: -1})
 
@@ -265,6 +267,7 @@ dfs_rebalance_runs_total{trigger="REPAIR"} 1
 	require.Equal(t, 10.0, sample(t, reg, "dfs_rebalance_copies_created_total", joined).GetCounter().GetValue())
 	require.Equal(t, 5.0, sample(t, reg, "dfs_rebalance_copies_removed_total", joined).GetCounter().GetValue())
 	require.Equal(t, 1.0, sample(t, reg, "dfs_rebalance_failures_total", joined).GetCounter().GetValue())
+	require.Equal(t, 4.0, sample(t, reg, "dfs_rebalance_files_skipped_total", joined).GetCounter().GetValue())
 	require.Equal(t, 2.0, sample(t, reg, "dfs_rebalance_copies_created_total",
 		map[string]string{"trigger": "REPAIR"}).GetCounter().GetValue())
 	require.Equal(t, 0.0, sample(t, reg, "dfs_rebalance_copies_removed_total",
@@ -275,6 +278,32 @@ dfs_rebalance_runs_total{trigger="REPAIR"} 1
 	require.InDelta(t, 1.52, h.GetSampleSum(), 1e-9)
 	require.Equal(t, 0.0, sample(t, reg, "dfs_rebalance_duration_seconds",
 		map[string]string{"trigger": "OTHER"}).GetHistogram().GetSampleSum())
+}
+
+func TestAntiEntropy(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := metrics.NewAntiEntropy(reg)
+	for _, k := range antientropy.Kinds {
+		require.Zero(t, sample(t, reg, "dfs_anti_entropy_found_total", map[string]string{"kind": string(k)}).GetCounter().GetValue(),
+			"%s starts at zero", k)
+	}
+	a.Found(antientropy.Missing, 3)
+	a.Found(antientropy.Missing, 0)
+	a.Fixed(antientropy.Missing, 2)
+	a.Found(antientropy.Orphan, 1)
+	a.Checked(500)
+	a.Checked(20)
+	a.Progress(0.25)
+	missing := map[string]string{"kind": "missing"}
+	require.Equal(t, 3.0, sample(t, reg, "dfs_anti_entropy_found_total", missing).GetCounter().GetValue())
+	require.Equal(t, 2.0, sample(t, reg, "dfs_anti_entropy_fixed_total", missing).GetCounter().GetValue())
+	require.Equal(t, 1.0, sample(t, reg, "dfs_anti_entropy_found_total", map[string]string{"kind": "orphan"}).GetCounter().GetValue())
+	require.Equal(t, 520.0, sample(t, reg, "dfs_anti_entropy_files_checked_total", nil).GetCounter().GetValue())
+	require.Equal(t, 0.25, sample(t, reg, "dfs_anti_entropy_pass_progress_ratio", nil).GetGauge().GetValue())
+	require.Zero(t, sample(t, reg, "dfs_anti_entropy_last_full_pass_timestamp_seconds", nil).GetGauge().GetValue())
+	a.PassCompleted(time.Unix(1_800_000_000, 0))
+	require.Equal(t, 1.0, sample(t, reg, "dfs_anti_entropy_passes_total", nil).GetCounter().GetValue())
+	require.Equal(t, 1.8e9, sample(t, reg, "dfs_anti_entropy_last_full_pass_timestamp_seconds", nil).GetGauge().GetValue())
 }
 
 func TestCacheAndRedis(t *testing.T) {

@@ -86,6 +86,7 @@ type Store interface {
 	FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error)
 	FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange) ([]string, error)
 	ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, int, error)
+	FilesAfter(ctx context.Context, after string, limit int) ([]meta.FileRecord, error)
 }
 
 // Options configures a Rebalancer.
@@ -227,8 +228,82 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 	return rep, nil
 }
 
-// RunFiles reconciles the given files with bounded parallelism.
+// misplacedPage is how many files RunMisplaced reads per metadata page.
+const misplacedPage = 1000
+
+// RunMisplaced visits every file but reconciles only those whose copy rows
+// differ from the current ring (reconcile.Placed), so a file already in
+// place costs a hash and no node call. It is the catch-up for membership
+// changes whose own rebalance was lost (a coordinator killed mid-run, a run
+// cut short): it does not know which nodes changed, only where every file
+// belongs now. Uploads in flight are left to their upload.
+func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report, error) {
+	start := time.Now()
+	total := Report{Trigger: trigger, UnrecoverableFiles: []string{}, Complete: true}
+	b.log.Info("rebalance started", "trigger", trigger, "scope", "files misplaced on the current ring")
+	after := ""
+	for {
+		page, err := b.o.Store.FilesAfter(ctx, after, misplacedPage)
+		if err != nil {
+			total.Complete = false
+			b.log.Error("rebalance could not read its files", "trigger", trigger, "err", err)
+			return total, err
+		}
+		rg := b.o.Ring()
+		var ids []string
+		for _, rec := range page {
+			if rec.Status != meta.FilePending && !reconcile.Placed(rec, rg.Preference(rec.ID, b.o.ReplicationFactor)) {
+				ids = append(ids, rec.ID)
+			}
+		}
+		total.FilesScanned += len(page)
+		if len(ids) > 0 {
+			rep := b.runFiles(ctx, trigger, "", ids)
+			total.FilesAffected += rep.FilesAffected
+			total.CopiesCreated += rep.CopiesCreated
+			total.CopiesRemoved += rep.CopiesRemoved
+			total.PrimariesPromoted += rep.PrimariesPromoted
+			total.Failures += rep.Failures
+			total.FilesSkipped += rep.FilesSkipped
+			total.UnrecoverableFiles = append(total.UnrecoverableFiles, rep.UnrecoverableFiles...)
+			total.Complete = total.Complete && rep.Complete
+		}
+		if len(page) < misplacedPage || ctx.Err() != nil {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if ctx.Err() != nil {
+		total.Complete = false
+	}
+	slices.Sort(total.UnrecoverableFiles)
+	total.DurationMs = time.Since(start).Milliseconds()
+	if b.o.OnReport != nil {
+		b.o.OnReport(total)
+	}
+	msg, level := "rebalance completed", slog.LevelInfo
+	if !total.Complete {
+		msg, level = "rebalance cut short: some files were not reconciled and the run will be retried", slog.LevelWarn
+	}
+	b.log.Log(ctx, level, msg, "trigger", trigger, "scope", "files misplaced on the current ring",
+		"scanned", total.FilesScanned, "affected", total.FilesAffected, "skipped", total.FilesSkipped,
+		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures,
+		"unrecoverable", len(total.UnrecoverableFiles), "duration_ms", total.DurationMs)
+	return total, nil
+}
+
+// RunFiles reconciles the given files with bounded parallelism and reports
+// the run (to OnReport too).
 func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
+	rep := b.runFiles(ctx, trigger, node, ids)
+	if b.o.OnReport != nil {
+		b.o.OnReport(rep)
+	}
+	return rep
+}
+
+// runFiles reconciles the given files with bounded parallelism.
+func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
 	start := time.Now()
 	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
 	var mu sync.Mutex
@@ -283,9 +358,6 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 	rep.FilesSkipped += len(ids) - sent
 	rep.Complete = rep.FilesSkipped == 0 && ctx.Err() == nil
 	rep.DurationMs = time.Since(start).Milliseconds()
-	if b.o.OnReport != nil {
-		b.o.OnReport(rep)
-	}
 	return rep
 }
 

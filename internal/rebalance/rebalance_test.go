@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -18,8 +20,9 @@ import (
 // recordingStore answers the three queries rebalancing may use and records
 // which were asked.
 type recordingStore struct {
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	calls   []string
+	records []meta.FileRecord // in ID order, for FilesAfter
 }
 
 func (s *recordingStore) record(c string) {
@@ -45,6 +48,17 @@ func (s *recordingStore) FileIDsInRanges(_ context.Context, r []meta.PositionRan
 func (s *recordingStore) ListFiles(context.Context, meta.FileQuery) ([]meta.File, int, error) {
 	s.record("scan")
 	return []meta.File{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}, 4, nil
+}
+
+func (s *recordingStore) FilesAfter(_ context.Context, after string, limit int) ([]meta.FileRecord, error) {
+	s.record("files-after " + after)
+	var out []meta.FileRecord
+	for _, rec := range s.records {
+		if rec.ID > after && len(out) < limit {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
 }
 
 type countingReconciler struct {
@@ -158,4 +172,77 @@ func TestParallelismBoundsFilesReconciledAtOnce(t *testing.T) {
 		require.Equal(t, 20, rep.FilesScanned)
 		require.EqualValues(t, p, g.maxSeen.Load())
 	}
+}
+
+// A catch-up visits every file but reconciles only those the ring would
+// place elsewhere, reading the metadata in pages by ID.
+func TestRunMisplacedReconcilesOnlyMisplacedFiles(t *testing.T) {
+	rg := ring.New(100, "n1", "n2", "n3", "n4")
+	st := &recordingStore{}
+	var want []string
+	for i := range 2500 {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		pref := rg.Preference(id, 3)
+		rec := meta.FileRecord{File: meta.File{ID: id, Status: meta.FileActive, PrimaryNodeID: pref[0]}}
+		on := pref
+		switch i % 5 {
+		case 0: // a copy on a node the ring no longer names for it
+			on = rg.Preference(id, 4)[1:]
+			rec.PrimaryNodeID = on[0]
+			want = append(want, id)
+		case 1:
+			rec.Status = meta.FilePending // an upload in flight: left alone
+		}
+		for _, n := range on {
+			rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaActive})
+		}
+		st.records = append(st.records, rec)
+	}
+	rec := &countingReconciler{}
+	b := New(Options{Store: st, Reconciler: rec, Ring: func() *ring.Ring { return rg }})
+	rep, err := b.RunMisplaced(context.Background(), Repair)
+	require.NoError(t, err)
+	slices.Sort(rec.seen)
+	require.Equal(t, want, rec.seen)
+	require.Equal(t, 2500, rep.FilesScanned)
+	require.True(t, rep.Complete)
+	require.Equal(t, []string{"files-after ", "files-after " + st.records[999].ID, "files-after " + st.records[1999].ID}, st.calls)
+}
+
+// busyReconciler reports some files busy (their lease held elsewhere) and
+// fails others.
+type busyReconciler struct{ busy, fail string }
+
+func (r busyReconciler) Reconcile(_ context.Context, id string) (reconcile.Outcome, error) {
+	switch id {
+	case r.busy:
+		return reconcile.Outcome{FileID: id, Skipped: true, Busy: true}, nil
+	case r.fail:
+		return reconcile.Outcome{FileID: id}, errs.E(errs.Unavailable, "metadata store down")
+	}
+	return reconcile.Outcome{FileID: id}, nil
+}
+
+func TestSkippedFilesMakeARunIncomplete(t *testing.T) {
+	rg := ring.New(100, "n1")
+	run := func(ctx context.Context, r Reconciler) Report {
+		b := New(Options{Store: &recordingStore{}, Reconciler: r, Ring: func() *ring.Ring { return rg }})
+		rep, err := b.Run(ctx, Manual, "")
+		require.NoError(t, err)
+		return rep
+	}
+	rep := run(context.Background(), busyReconciler{})
+	require.True(t, rep.Complete)
+	require.Zero(t, rep.FilesSkipped)
+
+	rep = run(context.Background(), busyReconciler{busy: "b", fail: "c"})
+	require.False(t, rep.Complete, "a run that left files behind is not complete")
+	require.Equal(t, 2, rep.FilesSkipped)
+	require.Equal(t, 1, rep.Failures)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep = run(ctx, busyReconciler{})
+	require.False(t, rep.Complete, "a run cut short is not complete")
+	require.Equal(t, 4, rep.FilesSkipped, "none of the four files was reached")
 }
