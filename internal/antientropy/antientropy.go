@@ -202,6 +202,9 @@ func New(o Options) (*Sweeper, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
 	}
+	// A page is checked in one go, so it is never larger than a second's
+	// worth of files: a low rate then paces pages, not just passes.
+	o.PageSize = min(o.PageSize, o.Rate)
 	if o.Parallelism <= 0 {
 		o.Parallelism = DefaultParallelism
 	}

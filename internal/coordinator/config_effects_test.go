@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/require"
@@ -384,4 +386,68 @@ func TestRebalanceParallelismReachesTheRebalancer(t *testing.T) {
 		h := newHarness(t, "sqlite", 0, vars)
 		require.Equal(t, want, h.app.rebalancer.Parallelism())
 	}
+}
+
+// A copy lost behind the coordinator's back (no event: the node never went
+// down) is rebuilt by the anti-entropy sweep alone.
+func TestAntiEntropyIntervalRebuildsWhatNoEventReported(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, map[string]string{"ANTI_ENTROPY_INTERVAL": "200ms"})
+	res := h.upload("f", []byte("lost behind our back"))
+	require.Len(t, h.holders(res.FileID), 3)
+	p := h.blobPath("node-2", res.FileID)
+	require.NoError(t, os.Remove(p))
+	require.NoError(t, os.Remove(p+".sha256"))
+	require.Eventually(t, func() bool { return h.holds("node-2", res.FileID) }, 20*time.Second, 20*time.Millisecond,
+		"the sweep rebuilds the missing copy")
+	require.Eventually(t, func() bool { return hasLog(h, "anti-entropy put a file right") }, 10*time.Second, 20*time.Millisecond)
+	m := h.metadata(res.FileID)
+	require.Equal(t, "ACTIVE", m.Status)
+	require.Len(t, m.copies("ACTIVE"), 3)
+}
+
+// A blob no file owns is removed once it has been seen so for
+// ANTI_ENTROPY_ORPHAN_GRACE, and not before.
+func TestAntiEntropyOrphanGrace(t *testing.T) {
+	ctx := context.Background()
+	plant := func(h *harness) string {
+		id := uuid.NewString()
+		base, _ := h.app.members.BaseURL("node-1")
+		_, _, err := nodeclient.New(nodeclient.Options{}).Put(ctx, base, id, sha([]byte("stray")), 5, strings.NewReader("stray"))
+		require.NoError(t, err)
+		return id
+	}
+	passes := func(h *harness) time.Time {
+		st, err := h.app.sweeper.LoadState(ctx)
+		require.NoError(t, err)
+		return st.LastFullPassAt
+	}
+
+	long := newHarness(t, "sqlite", 3, map[string]string{"ANTI_ENTROPY_INTERVAL": "100ms", "PENDING_UPLOAD_TIMEOUT": "1s", "ANTI_ENTROPY_ORPHAN_GRACE": "1h"})
+	kept := plant(long)
+	// Three full passes after the plant, each of which saw the stray blob.
+	for range 3 {
+		before := passes(long)
+		require.Eventually(t, func() bool { return passes(long).After(before) }, 20*time.Second, 20*time.Millisecond)
+	}
+	require.True(t, long.holds("node-1", kept), "within the grace period an unowned blob is left alone")
+
+	short := newHarness(t, "sqlite", 3, map[string]string{"ANTI_ENTROPY_INTERVAL": "100ms", "PENDING_UPLOAD_TIMEOUT": "1s", "ANTI_ENTROPY_ORPHAN_GRACE": "1s"})
+	gone := plant(short)
+	require.Eventually(t, func() bool { return !short.holds("node-1", gone) }, 20*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return hasLog(short, "removed an orphan blob") }, 10*time.Second, 20*time.Millisecond)
+}
+
+// ANTI_ENTROPY_RATE paces a pass page by page: at one file a second, a pass
+// over a few files stops between pages and keeps its cursor, which a pass at
+// the default rate, one page for so few files, never does.
+func TestAntiEntropyRatePacesThePass(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, "sqlite", 3, map[string]string{"ANTI_ENTROPY_INTERVAL": "100ms", "ANTI_ENTROPY_RATE": "1"})
+	for i := range 4 {
+		h.upload("f", []byte{byte(i)})
+	}
+	require.Eventually(t, func() bool {
+		st, err := h.app.sweeper.LoadState(ctx)
+		return err == nil && st.Cursor != ""
+	}, 20*time.Second, 20*time.Millisecond, "the pass records its place between pages")
 }
