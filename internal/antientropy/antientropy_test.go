@@ -151,7 +151,7 @@ func (e *countEvents) PassCompleted(time.Time) {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	store  meta.Store
 	nodes  *fakeNodes
 	rg     *ring.Ring
@@ -160,7 +160,7 @@ type fixture struct {
 	sw     *Sweeper
 }
 
-func newFixture(t *testing.T, o Options, all ...string) *fixture {
+func newFixture(t testing.TB, o Options, all ...string) *fixture {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), nil)
 	require.NoError(t, err)

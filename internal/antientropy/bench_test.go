@@ -66,8 +66,7 @@ var benchFiles = flag.Int("sweep.files", 20_000, "files in the store BenchmarkPa
 // node's). The rate limit is off.
 func BenchmarkPass(b *testing.B) {
 	nodes := []string{"node-1", "node-2", "node-3"}
-	t := &testing.T{}
-	f := newFixture(t, Options{Rate: 1_000_000_000}, nodes...)
+	f := newFixture(b, Options{Rate: 1_000_000_000}, nodes...)
 	ctx := context.Background()
 	rg := ring.New(100, nodes...)
 	lister := &staticNodes{held: map[string][]blob.Info{}}
