@@ -278,8 +278,13 @@ func (s *Sweeper) Run(ctx context.Context) {
 			}
 			continue
 		}
-		if _, err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+		rep, err := s.Pass(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("anti-entropy pass stopped; it resumes from its cursor", "err", err)
+		}
+		if err != nil || rep.Skipped {
+			// Another coordinator holds the sweep (its cursor then says a
+			// pass is under way), or this one failed: look again later.
 			select {
 			case <-ctx.Done():
 				return

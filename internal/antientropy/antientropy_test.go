@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -425,4 +426,19 @@ func TestNextPassIsDueAnIntervalAfterTheLastStarted(t *testing.T) {
 	require.Equal(t, 30*time.Second, f.sw.untilDue(context.Background()))
 	f.now = f.now.Add(time.Minute)
 	require.Zero(t, f.sw.untilDue(context.Background()))
+}
+
+// A coordinator that does not hold the sweep's lease does not spin on it
+// while another coordinator's pass, visible through the shared cursor, runs.
+func TestRunWaitsWhileAnotherCoordinatorSweeps(t *testing.T) {
+	var asked atomic.Int64
+	f := newFixture(t, Options{Interval: time.Hour, Lock: func(ctx context.Context, _ string, _ time.Duration) (context.Context, func(), bool) {
+		asked.Add(1)
+		return ctx, func() {}, false
+	}}, "A", "B", "C")
+	require.NoError(t, f.sw.saveState(context.Background(), State{Cursor: "00000000-0000-4000-8000-000000000001", PassStartedAt: f.now}))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	f.sw.Run(ctx)
+	require.Equal(t, int64(1), asked.Load(), "asked once, then waited")
 }
