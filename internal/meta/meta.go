@@ -59,7 +59,12 @@ type Node struct {
 	LastHealthyAt        *time.Time
 	ConsecutiveFailures  int
 	ConsecutiveSuccesses int
-	Version              int64
+	// DiskID is the identity of the data directory the node last reported
+	// (written by the node at its first start). A node id that comes back
+	// with another one has lost every copy it held. Empty means unknown: a
+	// node that has never reported one, such as one from before identities.
+	DiskID  string
+	Version int64
 }
 
 // OnRing reports whether the node takes part in placement.
@@ -112,6 +117,11 @@ type FileQuery struct {
 type PositionRange struct {
 	From, To int64
 }
+
+// Epochs is the durable record of rebalance intent: Membership counts the
+// changes of the ring's membership; Rebalanced is the highest Membership
+// epoch a rebalance has completed for.
+type Epochs struct{ Membership, Rebalanced int64 }
 
 // Store is the metadata store. Errors carry errs kinds: NotFound for a missing
 // row, Conflict for a stale version or a duplicate key, Unavailable when the
@@ -189,6 +199,21 @@ type Store interface {
 	// failed); deleting it frees nothing that was not free already, and keeps
 	// those rows from piling up. A negative grace is errs.Invalid.
 	PruneLeases(ctx context.Context, grace time.Duration) (int, error)
+
+	// BumpMembershipEpoch adds one to the membership epoch and returns the
+	// new value. Concurrent bumps, from any number of coordinators, each get
+	// a value of their own. Membership bumps it before it writes a change of
+	// the ring, so a crash in between costs a needless rebalance, never a
+	// lost one.
+	BumpMembershipEpoch(ctx context.Context) (int64, error)
+	// Epochs returns the membership epoch and the highest one a rebalance
+	// has completed for; a new store has both at 0.
+	Epochs(ctx context.Context) (Epochs, error)
+	// CompleteRebalance records that a rebalance has completed the work of
+	// membership epoch epoch: Rebalanced becomes max(Rebalanced, min(epoch,
+	// Membership)), so it never goes down and never passes Membership. A
+	// negative epoch is errs.Invalid.
+	CompleteRebalance(ctx context.Context, epoch int64) error
 }
 
 // ActiveCopies counts the ACTIVE copies of a file.

@@ -329,3 +329,19 @@ func (s *CachedStore) GetState(ctx context.Context, key string) (string, error) 
 func (s *CachedStore) PutState(ctx context.Context, key, value string) error {
 	return s.store.PutState(ctx, key, value)
 }
+
+// BumpMembershipEpoch passes through: epochs are never cached, since a
+// coordinator that read a stale one could skip a rebalance it owes.
+func (s *CachedStore) BumpMembershipEpoch(ctx context.Context) (int64, error) {
+	return s.store.BumpMembershipEpoch(ctx)
+}
+
+// Epochs passes through.
+func (s *CachedStore) Epochs(ctx context.Context) (meta.Epochs, error) {
+	return s.store.Epochs(ctx)
+}
+
+// CompleteRebalance passes through.
+func (s *CachedStore) CompleteRebalance(ctx context.Context, epoch int64) error {
+	return s.store.CompleteRebalance(ctx, epoch)
+}

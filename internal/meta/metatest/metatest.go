@@ -5,8 +5,8 @@
 //
 // The suite states the behaviour callers may rely on: optimistic locking,
 // replica-set replacement, idempotency keys, listing order and filters, ring
-// range queries, leases, error kinds, and timestamps that read back exactly as
-// written (UTC, whole microseconds).
+// range queries, leases, membership and rebalance epochs, error kinds, and
+// timestamps that read back exactly as written (UTC, whole microseconds).
 package metatest
 
 import (
@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"NodeValidation", testNodeValidation},
 		{"NodeOptimisticLocking", testNodeOptimisticLocking},
 		{"NodeConcurrentIncrements", testNodeConcurrentIncrements},
+		{"NodeDiskID", testNodeDiskID},
 		{"FileCreateAndGet", testFileCreateAndGet},
 		{"FileCreateConflicts", testFileCreateConflicts},
 		{"FileValidation", testFileValidation},
@@ -67,6 +68,8 @@ func Run(t *testing.T, open Opener) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseValidation", testLeaseValidation},
 		{"PruneLeases", testPruneLeases},
+		{"EpochsBumpAndComplete", testEpochsBumpAndComplete},
+		{"EpochsConcurrentBumps", testEpochsConcurrentBumps},
 		{"TimestampsRoundTrip", testTimestampsRoundTrip},
 		{"CanceledContext", testCanceledContext},
 	}
@@ -282,6 +285,36 @@ func testNodeConcurrentIncrements(t *testing.T, s meta.Store) {
 	require.NoError(t, err)
 	require.Equal(t, workers*increments, n.ConsecutiveFailures, "no increment is lost")
 	require.Equal(t, int64(1+workers*increments), n.Version)
+}
+
+func testNodeDiskID(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "unknown")
+	got, err := s.GetNode(ctx, "unknown")
+	require.NoError(t, err)
+	require.Empty(t, got.DiskID, "a node created without an identity has none")
+
+	n := newNode("known")
+	n.DiskID = "5f0c7e1a-3b7d-4c52-9a8e-0d6f1e2b3c4d"
+	require.NoError(t, s.CreateNode(ctx, n))
+	got, err = s.GetNode(ctx, "known")
+	require.NoError(t, err)
+	require.Equal(t, "5f0c7e1a-3b7d-4c52-9a8e-0d6f1e2b3c4d", got.DiskID)
+
+	// Replaced, then forgotten: each write stores what it names.
+	for _, id := range []string{"9b1d4a3e-6c2f-4e8a-b7d0-1a2b3c4d5e6f", ""} {
+		got.DiskID = id
+		require.NoError(t, s.UpdateNode(ctx, &got))
+		back, err := s.GetNode(ctx, "known")
+		require.NoError(t, err)
+		require.Equal(t, got, back)
+	}
+	nodes, err := s.ListNodes(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 2)
+	for _, x := range nodes {
+		require.Empty(t, x.DiskID, x.ID)
+	}
 }
 
 func testFileCreateAndGet(t *testing.T, s meta.Store) {
@@ -1037,6 +1070,98 @@ func testLeaseValidation(t *testing.T, s meta.Store) {
 		_, err := s.AcquireLease(ctxT(t), tc.lease, tc.owner, tc.ttl)
 		requireKind(t, err, errs.Invalid)
 	}
+}
+
+func testEpochsBumpAndComplete(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	epochs := func() meta.Epochs {
+		t.Helper()
+		e, err := s.Epochs(ctx)
+		require.NoError(t, err)
+		return e
+	}
+	require.Equal(t, meta.Epochs{}, epochs(), "a new store starts at 0, 0")
+
+	for want := int64(1); want <= 3; want++ {
+		got, err := s.BumpMembershipEpoch(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	require.Equal(t, meta.Epochs{Membership: 3}, epochs())
+
+	cases := []struct {
+		name       string
+		complete   int64
+		rebalanced int64
+	}{
+		{"an older epoch", 2, 2},
+		{"zero does not lower it", 0, 2},
+		{"an epoch behind the last completed one does not lower it", 1, 2},
+		{"the current epoch", 3, 3},
+		{"a future epoch is capped by the membership epoch", 7, 3},
+	}
+	for _, tc := range cases {
+		require.NoError(t, s.CompleteRebalance(ctx, tc.complete), tc.name)
+		require.Equal(t, meta.Epochs{Membership: 3, Rebalanced: tc.rebalanced}, epochs(), tc.name)
+	}
+
+	requireKind(t, s.CompleteRebalance(ctx, -1), errs.Invalid)
+	require.Equal(t, meta.Epochs{Membership: 3, Rebalanced: 3}, epochs(), "a refused completion changes nothing")
+
+	// A bump after completion puts the rebalance behind again.
+	got, err := s.BumpMembershipEpoch(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), got)
+	require.Equal(t, meta.Epochs{Membership: 4, Rebalanced: 3}, epochs())
+}
+
+func testEpochsConcurrentBumps(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	const workers, bumps = 8, 25
+	got := make([][]int64, workers)
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range bumps {
+				e, err := s.BumpMembershipEpoch(ctx)
+				if err != nil {
+					errc <- err
+					return
+				}
+				got[w] = append(got[w], e)
+				// Completions race the bumps; none may pass the membership
+				// epoch or undo a higher one.
+				if i%5 == 0 {
+					if err := s.CompleteRebalance(ctx, e); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	var all []int64
+	for _, g := range got {
+		require.True(t, slices.IsSorted(g), "one caller's bumps rise: %v", g)
+		all = append(all, g...)
+	}
+	slices.Sort(all)
+	want := make([]int64, workers*bumps)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	require.Equal(t, want, all, "N concurrent bumps give N distinct values, 1 to N")
+	e, err := s.Epochs(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(workers*bumps), e.Membership)
+	require.LessOrEqual(t, e.Rebalanced, e.Membership)
+	require.Positive(t, e.Rebalanced)
 }
 
 func testTimestampsRoundTrip(t *testing.T, s meta.Store) {

@@ -12,14 +12,20 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-const nodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
-	consecutive_failures, consecutive_successes, version`
+// nodeColumns are the columns a node is written to, and selectNodeColumns
+// the same read back, with a NULL disk_id (unknown) as "".
+const (
+	nodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
+	consecutive_failures, consecutive_successes, disk_id, version`
+	selectNodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
+	consecutive_failures, consecutive_successes, COALESCE(disk_id, ''), version`
+)
 
 func scanNode(row pgx.Row) (meta.Node, error) {
 	var n meta.Node
 	var status string
 	if err := row.Scan(&n.ID, &n.Host, &n.Port, &status, &n.RegisteredAt, &n.LastCheckAt, &n.LastHealthyAt,
-		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.Version); err != nil {
+		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.DiskID, &n.Version); err != nil {
 		return meta.Node{}, err
 	}
 	n.Status = meta.NodeStatus(status)
@@ -40,9 +46,9 @@ func (s *Store) CreateNode(ctx context.Context, n *meta.Node) error {
 	c.Version = 1
 	err := s.run(ctx, "create node "+c.ID, func(ctx context.Context, conn *pgxpool.Conn) error {
 		_, err := conn.Exec(ctx, `INSERT INTO storage_nodes (`+nodeColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), $11)`,
 			c.ID, c.Host, c.Port, string(c.Status), c.RegisteredAt, c.LastCheckAt, c.LastHealthyAt,
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Version)
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -60,7 +66,7 @@ func (s *Store) GetNode(ctx context.Context, id string) (meta.Node, error) {
 	var n meta.Node
 	err := s.run(ctx, "get node "+id, func(ctx context.Context, conn *pgxpool.Conn) error {
 		var err error
-		n, err = scanNode(conn.QueryRow(ctx, `SELECT `+nodeColumns+` FROM storage_nodes WHERE node_id = $1`, id))
+		n, err = scanNode(conn.QueryRow(ctx, `SELECT `+selectNodeColumns+` FROM storage_nodes WHERE node_id = $1`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return rules.NodeNotFound(id)
 		}
@@ -73,7 +79,7 @@ func (s *Store) GetNode(ctx context.Context, id string) (meta.Node, error) {
 func (s *Store) ListNodes(ctx context.Context) ([]meta.Node, error) {
 	nodes := []meta.Node{}
 	err := s.run(ctx, "list nodes", func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+nodeColumns+` FROM storage_nodes ORDER BY node_id`)
+		rows, err := conn.Query(ctx, `SELECT `+selectNodeColumns+` FROM storage_nodes ORDER BY node_id`)
 		if err != nil {
 			return err
 		}
@@ -104,11 +110,11 @@ func (s *Store) UpdateNode(ctx context.Context, n *meta.Node) error {
 	err := s.run(ctx, "update node "+c.ID, func(ctx context.Context, conn *pgxpool.Conn) error {
 		err := conn.QueryRow(ctx, `UPDATE storage_nodes
 			SET host = $3, port = $4, status = $5, registered_at = $6, last_check_at = $7, last_healthy_at = $8,
-				consecutive_failures = $9, consecutive_successes = $10, version = version + 1
+				consecutive_failures = $9, consecutive_successes = $10, disk_id = NULLIF($11, ''), version = version + 1
 			WHERE node_id = $1 AND version = $2
 			RETURNING version`,
 			c.ID, c.Version, c.Host, c.Port, string(c.Status), c.RegisteredAt, c.LastCheckAt, c.LastHealthyAt,
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses).Scan(&c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID).Scan(&c.Version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.staleOrMissing(ctx, conn, `SELECT EXISTS (SELECT 1 FROM storage_nodes WHERE node_id = $1)`,
 				c.ID, rules.Stale("storage node", c.ID, c.Version), rules.NodeNotFound(c.ID))

@@ -10,8 +10,14 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-const nodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
-	consecutive_failures, consecutive_successes, version`
+// nodeColumns are the columns a node is written to, and selectNodeColumns
+// the same read back, with a NULL disk_id (unknown) as "".
+const (
+	nodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
+	consecutive_failures, consecutive_successes, disk_id, version`
+	selectNodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
+	consecutive_failures, consecutive_successes, COALESCE(disk_id, ''), version`
+)
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -21,7 +27,7 @@ func scanNode(row scanner) (meta.Node, error) {
 	var registered int64
 	var lastCheck, lastHealthy sql.NullInt64
 	if err := row.Scan(&n.ID, &n.Host, &n.Port, &status, &registered, &lastCheck, &lastHealthy,
-		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.Version); err != nil {
+		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.DiskID, &n.Version); err != nil {
 		return meta.Node{}, err
 	}
 	n.Status = meta.NodeStatus(status)
@@ -43,9 +49,9 @@ func (s *Store) CreateNode(ctx context.Context, n *meta.Node) error {
 	c.Version = 1
 	err := s.writeTx(ctx, "create node "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO storage_nodes (`+nodeColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)`,
 			c.ID, c.Host, c.Port, string(c.Status), micros(c.RegisteredAt), microsPtr(c.LastCheckAt), microsPtr(c.LastHealthyAt),
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Version)
 		return err
 	})
 	if err != nil {
@@ -60,7 +66,7 @@ func (s *Store) CreateNode(ctx context.Context, n *meta.Node) error {
 
 // GetNode returns the node with the given ID.
 func (s *Store) GetNode(ctx context.Context, id string) (meta.Node, error) {
-	n, err := scanNode(s.read.QueryRowContext(ctx, `SELECT `+nodeColumns+` FROM storage_nodes WHERE node_id = ?`, id))
+	n, err := scanNode(s.read.QueryRowContext(ctx, `SELECT `+selectNodeColumns+` FROM storage_nodes WHERE node_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Node{}, rules.NodeNotFound(id)
 	}
@@ -72,7 +78,7 @@ func (s *Store) GetNode(ctx context.Context, id string) (meta.Node, error) {
 
 // ListNodes returns every node ordered by ID.
 func (s *Store) ListNodes(ctx context.Context) ([]meta.Node, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+nodeColumns+` FROM storage_nodes ORDER BY node_id`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+selectNodeColumns+` FROM storage_nodes ORDER BY node_id`)
 	if err != nil {
 		return nil, fail(ctx, err, "list nodes")
 	}
@@ -102,11 +108,11 @@ func (s *Store) UpdateNode(ctx context.Context, n *meta.Node) error {
 	err := s.writeTx(ctx, "update node "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE storage_nodes
 			SET host = ?, port = ?, status = ?, registered_at = ?, last_check_at = ?, last_healthy_at = ?,
-				consecutive_failures = ?, consecutive_successes = ?, version = version + 1
+				consecutive_failures = ?, consecutive_successes = ?, disk_id = NULLIF(?, ''), version = version + 1
 			WHERE node_id = ? AND version = ?
 			RETURNING version`,
 			c.Host, c.Port, string(c.Status), micros(c.RegisteredAt), microsPtr(c.LastCheckAt), microsPtr(c.LastHealthyAt),
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.ID, c.Version).Scan(&c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.ID, c.Version).Scan(&c.Version)
 		if errors.Is(err, sql.ErrNoRows) {
 			return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM storage_nodes WHERE node_id = ?)`,
 				c.ID, rules.Stale("storage node", c.ID, c.Version), rules.NodeNotFound(c.ID))

@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/migrations"
 )
 
 func pragma(t *testing.T, db *sql.DB, name string) string {
@@ -82,7 +84,8 @@ func TestReopenKeepsData(t *testing.T) {
 
 // TestUpgradeFromTheFirstSchema opens a database left at schema version 1,
 // with a file in it, and checks that opening it applies the later migrations
-// (the redundant indexes go) and keeps the data.
+// (the redundant indexes go, disk identities and epochs arrive) and keeps
+// the data.
 func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metadata.db")
 	ctx := context.Background()
@@ -98,6 +101,8 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 		`CREATE INDEX files_status_idx ON files (status)`,
 		`CREATE INDEX file_replicas_file_id_idx ON file_replicas (file_id)`,
 		`DROP TABLE coordinator_state`,
+		`DROP TABLE rebalance_epochs`,
+		`ALTER TABLE storage_nodes DROP COLUMN disk_id`,
 		`UPDATE schema_migrations SET version = 1`,
 	} {
 		_, err := s.write.Exec(q)
@@ -108,7 +113,11 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	s = openAt(t, path)
 	var version int
 	require.NoError(t, s.read.QueryRow(`SELECT version FROM schema_migrations`).Scan(&version))
-	require.Equal(t, 3, version)
+	src, err := iofs.New(migrations.SQLite, migrations.SQLiteDir)
+	require.NoError(t, err)
+	newest, err := migrations.Newest(src)
+	require.NoError(t, err)
+	require.Equal(t, int(newest), version)
 	var n int
 	require.NoError(t, s.read.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index'
 		AND name IN ('files_status_idx', 'file_replicas_file_id_idx')`).Scan(&n))
@@ -116,6 +125,12 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	got, err := s.GetFile(ctx, rec.ID)
 	require.NoError(t, err)
 	require.Equal(t, *rec, got)
+	n1, err := s.GetNode(ctx, "node-1")
+	require.NoError(t, err)
+	require.Empty(t, n1.DiskID, "a node from before identities has none")
+	e, err := s.Epochs(ctx)
+	require.NoError(t, err)
+	require.Equal(t, meta.Epochs{}, e, "the epochs start at 0, 0")
 }
 
 // TestParallelWriters runs 16 writers and 4 readers at once, first on one

@@ -282,6 +282,20 @@ func CheckPruneGrace(grace time.Duration) error {
 	return nil
 }
 
+// CheckEpoch validates the epoch a rebalance reports as completed.
+func CheckEpoch(epoch int64) error {
+	if epoch < 0 {
+		return errs.E(errs.Invalid, "rebalance epoch %d is negative", epoch)
+	}
+	return nil
+}
+
+// NoEpochs is the error for a schema whose one row of epochs is missing,
+// which only a hand edit of the database can cause.
+func NoEpochs() error {
+	return errs.E(errs.Other, "metadata store: the rebalance_epochs row is missing; restore it with (1, 0, 0)")
+}
+
 // Interval is a closed interval [Lo, Hi] of ring positions.
 type Interval struct{ Lo, Hi int64 }
 

@@ -1,0 +1,62 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
+)
+
+// BumpMembershipEpoch adds one to the membership epoch. It is a write like
+// any other, through the committer: members of a batch run one after
+// another, so concurrent bumps each return a value of their own.
+func (s *Store) BumpMembershipEpoch(ctx context.Context) (int64, error) {
+	var epoch int64
+	err := s.writeTx(ctx, "bump membership epoch", func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE rebalance_epochs SET membership = membership + 1 WHERE id = 1 RETURNING membership`).Scan(&epoch)
+		if errors.Is(err, sql.ErrNoRows) {
+			return rules.NoEpochs()
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+// Epochs reads the membership and rebalanced epochs (committed values only,
+// like every read of the store).
+func (s *Store) Epochs(ctx context.Context) (meta.Epochs, error) {
+	var e meta.Epochs
+	err := s.read.QueryRowContext(ctx, `SELECT membership, rebalanced FROM rebalance_epochs WHERE id = 1`).Scan(&e.Membership, &e.Rebalanced)
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Epochs{}, rules.NoEpochs()
+	}
+	if err != nil {
+		return meta.Epochs{}, fail(ctx, err, "read epochs")
+	}
+	return e, nil
+}
+
+// CompleteRebalance raises the rebalanced epoch to epoch, capped by the
+// membership epoch, in one statement.
+func (s *Store) CompleteRebalance(ctx context.Context, epoch int64) error {
+	if err := rules.CheckEpoch(epoch); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, "complete rebalance", func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rebalance_epochs
+			SET rebalanced = max(rebalanced, min(?, membership)) WHERE id = 1`, epoch)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 {
+			return rules.NoEpochs()
+		}
+		return err
+	})
+}
