@@ -4,7 +4,9 @@
 // The store is cut into small interfaces (after Perkeep's blobserver): a
 // Receiver writes, a Statter and a Fetcher read, a Remover deletes, an
 // Enumerator lists in id order, a Rehasher re-reads a blob to check it against
-// its recorded checksum and a UsageReporter counts. Store composes them. Two
+// its recorded checksum, a UsageReporter counts and an Identifier names the
+// medium, so that a wiped one is told from the one that held the blobs.
+// Store composes them. Two
 // implementations share one conformance suite (package blobtest): Disk, the
 // sharded directory tree a storage node serves, and Memory, for tests that
 // need to inject faults.
@@ -179,6 +181,7 @@ type Store interface {
 	Rehasher
 	UsageReporter
 	Checker
+	Identifier
 	io.Closer
 }
 

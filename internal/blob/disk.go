@@ -98,6 +98,7 @@ type Disk struct {
 	locks    idLocks
 	closed   atomic.Bool
 	recovery Recovery
+	identity string
 	mode     SyncMode
 	syncer   *syncGroup // batch mode only
 	batchMax int64      // batch mode: larger copies are written in file mode
@@ -123,9 +124,10 @@ type Recovery struct {
 // errSimulatedCrash is returned at a crashAt step.
 var errSimulatedCrash = errors.New("simulated crash")
 
-// OpenDisk opens (creating it if needed) a store rooted at dir. It walks the
-// tree once to count the blobs and to delete what interrupted writes and
-// removals left behind.
+// OpenDisk opens (creating it if needed) a store rooted at dir. It reads the
+// directory's identity, recording one at the first open (a malformed one is
+// errs.Invalid), and walks the tree once to count the blobs and to delete
+// what interrupted writes and removals left behind.
 func OpenDisk(dir string, opts Options) (*Disk, error) {
 	if dir == "" {
 		return nil, errs.E(errs.Invalid, "blob store: no data directory given")
@@ -173,6 +175,10 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 	if mode == SyncBatch {
 		d.syncer = newSyncGroup(func() error { return syncFS(rootDir) })
 	}
+	if d.identity, err = loadIdentity(root); err != nil {
+		rootDir.Close()
+		return nil, err
+	}
 	if err := d.recoverTree(); err != nil {
 		rootDir.Close()
 		return nil, err
@@ -183,6 +189,10 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 
 // Dir returns the store's absolute root directory.
 func (d *Disk) Dir() string { return d.root }
+
+// Identity implements Identifier: the UUID recorded in the data directory at
+// its first open (identity.go).
+func (d *Disk) Identity() string { return d.identity }
 
 // Recovery reports what OpenDisk found and cleaned up.
 func (d *Disk) Recovery() Recovery { return d.recovery }

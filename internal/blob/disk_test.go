@@ -68,7 +68,8 @@ func receive(t *testing.T, d *Disk, id string, data []byte) {
 	require.True(t, created)
 }
 
-// tree lists every file under dir, relative to it.
+// tree lists every file under dir, relative to it, except the directory's
+// identity, which every open store has (identity_test.go covers it).
 func tree(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
@@ -76,8 +77,7 @@ func tree(t *testing.T, dir string) []string {
 		if err != nil {
 			return err
 		}
-		if !e.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
+		if rel, _ := filepath.Rel(dir, p); !e.IsDir() && rel != identityName {
 			files = append(files, filepath.ToSlash(rel))
 		}
 		return nil
@@ -92,6 +92,7 @@ func TestLayout(t *testing.T) {
 	data := []byte("hello, layout")
 	receive(t, d, testID, data)
 	require.Equal(t, []string{"01/23/" + testID, "01/23/" + testID + ".sha256"}, tree(t, dir))
+	require.FileExists(t, filepath.Join(dir, "disk-id"))
 	side, err := os.ReadFile(filepath.Join(dir, "01", "23", testID+".sha256"))
 	require.NoError(t, err)
 	require.Equal(t, sum(data)+"\n", string(side))
@@ -432,7 +433,7 @@ func TestInvalidIDTouchesNothing(t *testing.T) {
 	d := openDisk(t, dir)
 	// With the data directory gone, any file-system access would fail with
 	// another kind of error: an Invalid answer shows validation came first.
-	require.NoError(t, os.Remove(dir))
+	require.NoError(t, os.RemoveAll(dir))
 	ctx := context.Background()
 	for _, id := range []string{"../etc", "..", "a/b/c/d", "ABCD", "abc\x00d", ".tmp-x"} {
 		_, _, err := d.Receive(ctx, id, sum(nil), 0, bytes.NewReader(nil))

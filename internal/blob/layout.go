@@ -10,6 +10,8 @@ import (
 //	<root>/ab/cd/<id>          the blob (ab and cd are the id's first two and next two characters)
 //	<root>/ab/cd/<id>.sha256   its checksum sidecar: 64 lower-case hex digits and a newline
 //	<root>/ab/cd/.tmp-<id>-*   a write in progress (removed by Open if a crash left it)
+//	<root>/disk-id             the directory's identity: a UUID and a newline (identity.go)
+//	<root>/.tmp-disk-id-*      an identity being recorded (removed by Open)
 //
 // Two levels of fan-out (256 directories each for hex ids such as UUIDs) keep
 // directories small at millions of blobs.
@@ -18,8 +20,10 @@ import (
 // (level one, level two, name) is ordering by id, which lets Enumerate walk
 // the tree in id order.
 const (
-	sidecarExt = ".sha256"
-	tempPrefix = ".tmp-"
+	sidecarExt          = ".sha256"
+	tempPrefix          = ".tmp-"
+	identityName        = "disk-id"
+	identityTempPattern = tempPrefix + identityName + "-*"
 )
 
 // shard returns the two directory levels of id.

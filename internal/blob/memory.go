@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/uuid"
+
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -19,9 +21,10 @@ import (
 // Disk (the same conformance suite runs on both) except that it holds every
 // blob in memory.
 type Memory struct {
-	acct   accounting
-	locks  idLocks
-	closed atomic.Bool
+	acct     accounting
+	locks    idLocks
+	closed   atomic.Bool
+	identity string
 
 	mu    sync.RWMutex
 	blobs map[string]memBlob
@@ -36,10 +39,14 @@ type memBlob struct {
 
 var _ Store = (*Memory)(nil)
 
-// NewMemory returns an empty in-memory store.
+// NewMemory returns an empty in-memory store with an identity of its own:
+// a new Memory is a new, empty disk.
 func NewMemory(opts Options) *Memory {
-	return &Memory{acct: accounting{capacity: opts.CapacityBytes}, blobs: make(map[string]memBlob)}
+	return &Memory{acct: accounting{capacity: opts.CapacityBytes}, blobs: make(map[string]memBlob), identity: uuid.NewString()}
 }
+
+// Identity implements Identifier.
+func (m *Memory) Identity() string { return m.identity }
 
 // Corrupt flips one byte of id's stored bytes (an empty blob gains a byte),
 // keeping its recorded checksum, as bit rot would. It reports whether id was

@@ -77,6 +77,7 @@ func Run(t *testing.T, open Opener) {
 		{"RehashDetectsCorruption", testRehash},
 		{"CapacityLimit", testCapacity},
 		{"Closed", testClosed},
+		{"Identity", testIdentity},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,6 +145,20 @@ func requireUsage(t *testing.T, s blob.Store, blobs, bytes int64) {
 	require.NoError(t, err)
 	require.Equal(t, blobs, u.Blobs, "blob count")
 	require.Equal(t, bytes, u.BytesUsed, "bytes used")
+}
+
+// testIdentity: a store names its medium with a canonical UUID that does not
+// change while it runs, and two fresh stores are two media.
+func testIdentity(t *testing.T, open Opener) {
+	a := openStore(t, open, blob.Options{}).Store
+	id := a.Identity()
+	u, err := uuid.Parse(id)
+	require.NoError(t, err)
+	require.Equal(t, u.String(), id)
+	put(t, a, newID(), []byte("x"))
+	require.Equal(t, id, a.Identity())
+	b := openStore(t, open, blob.Options{}).Store
+	require.NotEqual(t, id, b.Identity())
 }
 
 func testRoundTrip(t *testing.T, open Opener) {
