@@ -244,13 +244,13 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, wire.Stats{
-		NodeID: s.cfg.NodeID, BlobCount: u.Blobs, BytesUsed: u.BytesUsed,
+		NodeID: s.cfg.NodeID, DiskID: s.DiskID(), BlobCount: u.Blobs, BytesUsed: u.BytesUsed,
 		FreeBytes: u.FreeBytes, TotalBytes: u.TotalBytes, CapacityBytes: u.CapacityBytes,
 	})
 }
 
 func (s *Server) live(w http.ResponseWriter, _ *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, wire.Health{Status: wire.StatusUp})
+	httpx.WriteJSON(w, http.StatusOK, wire.Health{Status: wire.StatusUp, DiskID: s.DiskID()})
 }
 
 // ready answers 503 when the data directory is unusable. A full disk is
@@ -258,8 +258,8 @@ func (s *Server) live(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.Check(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
-		httpx.WriteJSON(w, http.StatusServiceUnavailable, wire.Health{Status: wire.StatusDown, Reason: err.Error()})
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, wire.Health{Status: wire.StatusDown, Reason: err.Error(), DiskID: s.DiskID()})
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, wire.Health{Status: wire.StatusUp})
+	httpx.WriteJSON(w, http.StatusOK, wire.Health{Status: wire.StatusUp, DiskID: s.DiskID()})
 }

@@ -37,8 +37,8 @@ type registrar struct {
 	failing    bool
 }
 
-func newRegistrar(cfg Config, log *slog.Logger, outcomes *prometheus.CounterVec) *registrar {
-	body, _ := json.Marshal(wire.Registration{NodeID: cfg.NodeID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}) // cannot fail: strings and an int
+func newRegistrar(cfg Config, diskID string, log *slog.Logger, outcomes *prometheus.CounterVec) *registrar {
+	body, _ := json.Marshal(wire.Registration{NodeID: cfg.NodeID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, DiskID: diskID}) // cannot fail: strings and an int
 	return &registrar{
 		url:      strings.TrimRight(cfg.CoordinatorURL, "/") + wire.PathRegister,
 		body:     body,

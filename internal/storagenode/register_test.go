@@ -68,7 +68,7 @@ func (c *coordinator) last() (wire.Registration, string) {
 
 func TestRegistrationBodyAndToken(t *testing.T) {
 	c := newCoordinator(t)
-	startNode(t, map[string]string{
+	n := startNode(t, map[string]string{
 		"COORDINATOR_URL":         c.srv.URL + "/",
 		"STORAGE_NODE_ID":         "node-5",
 		"STORAGE_ADVERTISED_HOST": "storage-node-5.internal",
@@ -78,7 +78,8 @@ func TestRegistrationBodyAndToken(t *testing.T) {
 	require.Eventually(t, func() bool { return c.count() >= 1 }, 10*time.Second, 5*time.Millisecond,
 		"the node registers at start")
 	reg, auth := c.last()
-	require.Equal(t, wire.Registration{NodeID: "node-5", Host: "storage-node-5.internal", Port: 19005}, reg)
+	require.NotEmpty(t, n.DiskID)
+	require.Equal(t, wire.Registration{NodeID: "node-5", Host: "storage-node-5.internal", Port: 19005, DiskID: n.DiskID}, reg)
 	require.Equal(t, "Bearer tok", auth)
 }
 

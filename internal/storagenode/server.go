@@ -50,7 +50,7 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 		return nil, err
 	}
 	rec := d.Recovery()
-	logger.Info("data directory opened", "dir", d.Dir(), "blobs", rec.Blobs, "bytes", rec.Bytes,
+	logger.Info("data directory opened", "dir", d.Dir(), "disk_id", d.Identity(), "blobs", rec.Blobs, "bytes", rec.Bytes,
 		"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", d.SyncMode(),
 		"sync_batch_max", cfg.SyncBatchMax)
 	s, err := NewWithStore(cfg, d, logger, registry)
@@ -77,7 +77,7 @@ func NewWithStore(cfg Config, store blob.Store, logger *slog.Logger, registry *p
 	}
 	s := &Server{cfg: cfg, log: logger.With("node_id", cfg.NodeID), store: store, metrics: m}
 	if cfg.CoordinatorURL != "" {
-		s.reg = newRegistrar(cfg, s.log, m.registrations)
+		s.reg = newRegistrar(cfg, store.Identity(), s.log, m.registrations)
 	}
 	s.handler = s.routes(registry)
 	return s, nil
@@ -105,6 +105,10 @@ func (s *Server) routes(registry *prometheus.Registry) http.Handler {
 	})
 	return r
 }
+
+// DiskID is the identity of the store the node serves, which it reports in
+// its registration, its health answers and its stats.
+func (s *Server) DiskID() string { return s.store.Identity() }
 
 // Handler returns the node's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }

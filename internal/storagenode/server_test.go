@@ -228,6 +228,7 @@ func TestStatsShowsNodeIDAndCounts(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	st := decode[wire.Stats](t, body)
 	require.Equal(t, "node-42", st.NodeID)
+	require.Equal(t, n.DiskID, st.DiskID)
 	require.Equal(t, int64(2), st.BlobCount)
 	require.Equal(t, int64(8), st.BytesUsed)
 	require.Equal(t, int64(1<<20), st.CapacityBytes)
@@ -249,7 +250,7 @@ func TestCapacityAnswers507(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a full node confirms what it holds")
 	resp, body = n.request(t, http.MethodGet, "/health/ready", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a full node is ready")
-	require.JSONEq(t, `{"status":"UP"}`, string(body))
+	require.JSONEq(t, `{"status":"UP","diskId":"`+n.DiskID+`"}`, string(body))
 }
 
 func TestClusterToken(t *testing.T) {
@@ -291,12 +292,14 @@ func TestRouterErrorsUseTheCommonShape(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	n := startNode(t, nil)
+	require.NotEmpty(t, n.DiskID)
+	up := `{"status":"UP","diskId":"` + n.DiskID + `"}`
 	resp, body := n.request(t, http.MethodGet, "/health/live", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.JSONEq(t, `{"status":"UP"}`, string(body))
+	require.JSONEq(t, up, string(body))
 	resp, body = n.request(t, http.MethodGet, "/health/ready", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.JSONEq(t, `{"status":"UP"}`, string(body))
+	require.JSONEq(t, up, string(body))
 
 	require.NoError(t, os.RemoveAll(n.DataDir))
 	resp, body = n.request(t, http.MethodGet, "/health/ready", nil, nil)
@@ -304,6 +307,7 @@ func TestHealth(t *testing.T) {
 	h := decode[wire.Health](t, body)
 	require.Equal(t, "DOWN", h.Status)
 	require.Contains(t, h.Reason, "data directory")
+	require.Equal(t, n.DiskID, h.DiskID, "a node not ready still names the disk it opened")
 	resp, _ = n.request(t, http.MethodGet, "/health/live", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "liveness does not depend on the disk")
 }

@@ -49,6 +49,10 @@ type Node struct {
 	Registry *prometheus.Registry
 	// Memory is its store when Options.Memory is set.
 	Memory *blob.Memory
+	// DiskID is the identity of its store, which it reports at registration
+	// and in its health answers. A node restarted over a wiped data
+	// directory, or over a new Memory, has a new one.
+	DiskID string
 
 	logs *logBuffer
 	stop func() error
@@ -93,6 +97,7 @@ func Start(t testing.TB, opts Options) *Node {
 		ln.Close()
 		t.Fatalf("nodetest: new node: %v", err)
 	}
+	n.DiskID = srv.DiskID()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

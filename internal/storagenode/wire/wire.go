@@ -77,7 +77,9 @@ type BlobList struct {
 // Stats is the answer of GET /internal/stats. CapacityBytes 0 means no limit
 // is configured; FreeBytes is what the node can still take.
 type Stats struct {
-	NodeID        string `json:"nodeId"`
+	NodeID string `json:"nodeId"`
+	// DiskID is the identity of the node's data directory (see Registration).
+	DiskID        string `json:"diskId"`
 	BlobCount     int64  `json:"blobCount"`
 	BytesUsed     int64  `json:"bytesUsed"`
 	FreeBytes     int64  `json:"freeBytes"`
@@ -89,6 +91,10 @@ type Stats struct {
 type Health struct {
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	// DiskID is the identity of the node's data directory, so that the
+	// coordinator's probes notice a replaced disk even between
+	// registrations. Empty from a node older than identities.
+	DiskID string `json:"diskId,omitempty"`
 }
 
 // Registration is what a node POSTs to the coordinator's PathRegister.
@@ -96,4 +102,9 @@ type Registration struct {
 	NodeID string `json:"nodeId"`
 	Host   string `json:"host"`
 	Port   int    `json:"port"`
+	// DiskID is the identity of the node's data directory: a UUID written
+	// at its first start and lost with its blobs. The same node id with
+	// another identity is a node whose disk was replaced: it holds none of
+	// the copies the coordinator placed on it.
+	DiskID string `json:"diskId"`
 }
