@@ -40,7 +40,7 @@ type Files interface {
 // Members is membership as the API uses it.
 type Members interface {
 	Ring() *ring.Ring
-	Register(ctx context.Context, nodeID, host string, port int) (meta.Node, error)
+	Register(ctx context.Context, a membership.Announcement) (meta.Node, error)
 	Node(ctx context.Context, id string) (meta.Node, error)
 	Nodes(ctx context.Context) ([]meta.Node, error)
 	Deregister(ctx context.Context, id string) (meta.Node, error)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -33,6 +34,7 @@ type nodeJSON struct {
 	BlobCount            *int64          `json:"blobCount,omitempty"`
 	BytesUsed            *int64          `json:"bytesUsed,omitempty"`
 	FreeBytes            *int64          `json:"freeBytes,omitempty"`
+	DiskID               string          `json:"diskId,omitempty"`
 }
 
 // NodeStorage is what a node reports it stores.
@@ -70,6 +72,7 @@ func toNodeJSON(n meta.Node, shares map[string]float64) nodeJSON {
 		KeyspaceSharePercent: round2(shares[n.ID]), RegisteredAt: n.RegisteredAt,
 		LastCheckAt: n.LastCheckAt, LastHealthyAt: n.LastHealthyAt,
 		ConsecutiveFailures: n.ConsecutiveFailures, ConsecutiveSuccesses: n.ConsecutiveSuccesses,
+		DiskID: n.DiskID,
 	}
 }
 
@@ -81,6 +84,7 @@ type registerRequest struct {
 	NodeID string `json:"nodeId"`
 	Host   string `json:"host"`
 	Port   int    `json:"port"`
+	DiskID string `json:"diskId"`
 }
 
 func (s *server) register(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +93,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	n, err := s.Members.Register(r.Context(), req.NodeID, req.Host, req.Port)
+	n, err := s.Members.Register(r.Context(), membership.Announcement{NodeID: req.NodeID, Host: req.Host, Port: req.Port, DiskID: req.DiskID})
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

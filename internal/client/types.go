@@ -147,6 +147,9 @@ type Node struct {
 	BlobCount *int64 `json:"blobCount,omitempty"`
 	BytesUsed *int64 `json:"bytesUsed,omitempty"`
 	FreeBytes *int64 `json:"freeBytes,omitempty"`
+	// DiskID is the identity of the node's data directory; empty while
+	// unknown.
+	DiskID string `json:"diskId,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/nodes/register.
@@ -154,6 +157,8 @@ type RegisterRequest struct {
 	NodeID string `json:"nodeId"`
 	Host   string `json:"host"`
 	Port   int    `json:"port"`
+	// DiskID is the identity of the node's data directory; optional.
+	DiskID string `json:"diskId,omitempty"`
 }
 
 // RingInfo is the answer of GET /api/nodes/ring; Nodes are largest share first.

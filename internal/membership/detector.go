@@ -45,9 +45,10 @@ func HealthOf(n meta.Node) NodeHealth {
 
 // probe is one probe's outcome, tied to the address that was probed.
 type probe struct {
-	node meta.Node // as listed before probing
-	err  error
-	at   time.Time
+	node   meta.Node // as listed before probing
+	diskID string    // the identity the node reported; empty on failure
+	err    error
+	at     time.Time
 }
 
 // Sweep runs one probe round now: every node that is not DEREGISTERED is
@@ -132,8 +133,8 @@ func (r *Registry) probeAll(ctx context.Context, targets []meta.Node) []probe {
 			defer func() { <-sem }()
 			pctx, cancel := context.WithTimeout(ctx, r.probeTimeout)
 			defer cancel()
-			err := r.prober.Ready(pctx, baseURL(n.Host, n.Port))
-			out[i] = probe{node: n, err: err, at: r.now()}
+			disk, err := r.prober.Ready(pctx, baseURL(n.Host, n.Port))
+			out[i] = probe{node: n, diskID: disk, err: err, at: r.now()}
 		})
 	}
 	wg.Wait()
@@ -150,26 +151,48 @@ const (
 )
 
 // apply records one probe's outcome and, when a threshold is reached, moves
-// the node on or off the ring. It reports whether the node's membership
-// changed.
+// the node on or off the ring; a new disk identity is recorded and reported.
+// It reports whether the node's membership changed. An error (the store's,
+// or the epoch bump's) means the probe was not recorded.
 func (r *Registry) apply(ctx context.Context, p probe) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var tr transition
 	var firstJoin bool
-	n, written, err := r.update(ctx, p.node.ID, func(n *meta.Node) (bool, error) {
+	var disk diskChange
+	var previous string
+	n, written, epoch, err := r.update(ctx, p.node.ID, func(n *meta.Node) (edit, error) {
 		// A node deregistered or moved to another address while the probe
 		// ran: the outcome says nothing about it any more.
 		if n.Status == meta.NodeDeregistered || n.Host != p.node.Host || n.Port != p.node.Port {
 			tr = unchanged
-			return false, nil
+			return keep, nil
 		}
 		firstJoin = n.LastHealthyAt == nil
 		tr = r.record(n, p.err, p.at)
-		return true, nil
+		// The identity the probe saw is news only against the one stored
+		// when the probe began: one recorded meanwhile, by a registration,
+		// may be newer than the probe's answer. The next probe settles it.
+		disk, previous = sameDisk, n.DiskID
+		if p.err == nil && n.DiskID == p.node.DiskID {
+			disk = compareDisk(n.DiskID, p.diskID)
+		}
+		if disk != sameDisk {
+			n.DiskID = p.diskID
+		}
+		if tr != unchanged || disk == newDisk {
+			return writeRebalance, nil
+		}
+		return write, nil
 	})
 	if err != nil || !written {
 		return false, err
+	}
+	switch disk {
+	case firstDisk:
+		r.log.Info(fmt.Sprintf("node %s reports disk identity %s", n.ID, n.DiskID), "node", n.ID, "disk_id", n.DiskID)
+	case newDisk:
+		r.diskReplaced(n, previous, epoch)
 	}
 	switch tr {
 	case admitted:
@@ -177,18 +200,18 @@ func (r *Registry) apply(ctx context.Context, p probe) (bool, error) {
 		if firstJoin {
 			r.log.Info(fmt.Sprintf("node %s joined the cluster at %s, ring now has %d node(s)", n.ID, baseURL(n.Host, n.Port), len(rg.Nodes())),
 				"node", n.ID)
-			r.emit(Joined, n, rg)
+			r.emit(Joined, n, rg, epoch)
 		} else {
 			r.log.Info(fmt.Sprintf("node %s recovered after %d consecutive successful probes, back on the ring (%d node(s))", n.ID, n.ConsecutiveSuccesses, len(rg.Nodes())),
 				"node", n.ID)
-			r.emit(Recovered, n, rg)
+			r.emit(Recovered, n, rg, epoch)
 		}
 		return true, nil
 	case evicted:
 		rg := r.publish(n)
 		r.log.Error(fmt.Sprintf("node %s failed %d consecutive health checks, evicted from the ring, %d node(s) remain", n.ID, n.ConsecutiveFailures, len(rg.Nodes())),
 			"node", n.ID, "error", p.err)
-		r.emit(Failed, n, rg)
+		r.emit(Failed, n, rg, epoch)
 		return true, nil
 	}
 	if p.err != nil {
@@ -201,7 +224,7 @@ func (r *Registry) apply(ctx context.Context, p probe) (bool, error) {
 		r.log.Log(ctx, level, fmt.Sprintf("health probe of node %s failed (%d in a row)", n.ID, n.ConsecutiveFailures),
 			"node", n.ID, "status", n.Status, "error", p.err)
 	}
-	return false, nil
+	return disk == newDisk, nil
 }
 
 // record applies one probe outcome to n's counters and status. LastHealthyAt

@@ -211,7 +211,7 @@ func TestProbeOfAMovedOrDeregisteredNodeIsDiscarded(t *testing.T) {
 			require.NoError(t, err)
 		},
 		"moved": func(h *harness) {
-			_, err := h.reg.Register(context.Background(), "node-1", "127.0.0.1", 9101)
+			_, err := h.reg.Register(context.Background(), Announcement{NodeID: "node-1", Host: "127.0.0.1", Port: 9101})
 			require.NoError(t, err)
 		},
 	}

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -27,6 +28,14 @@ type memStore struct {
 	// for an existing row.
 	beforeCreate func()
 	updates      int
+	// epoch is the membership epoch; failBump, when set, is what bumping it
+	// answers instead.
+	epoch    int64
+	failBump error
+	// ops logs "bump <epoch>" and "update <node> <status>" in the order the
+	// store saw them, so a test can tell that a change bumped the epoch
+	// once, before it wrote the node.
+	ops []string
 }
 
 var _ Store = (*memStore)(nil)
@@ -85,7 +94,35 @@ func (s *memStore) UpdateNode(_ context.Context, n *meta.Node) error {
 	}
 	n.Version++
 	s.nodes[n.ID] = clone(*n)
+	s.ops = append(s.ops, fmt.Sprintf("update %s %s", n.ID, n.Status))
 	return nil
+}
+
+func (s *memStore) BumpMembershipEpoch(context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failBump != nil {
+		return 0, s.failBump
+	}
+	s.epoch++
+	s.ops = append(s.ops, fmt.Sprintf("bump %d", s.epoch))
+	return s.epoch, nil
+}
+
+// takeOps returns the bumps and node writes since the last call.
+func (s *memStore) takeOps() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.ops
+	s.ops = nil
+	return out
+}
+
+// bumps counts the epoch bumps so far.
+func (s *memStore) bumps() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
 }
 
 // put stores n as is, for setting up a state directly.
@@ -110,11 +147,13 @@ func clone(n meta.Node) meta.Node {
 	return n
 }
 
-// fakeProber answers per base URL as scripted; unscripted URLs are healthy.
+// fakeProber answers per base URL as scripted; unscripted URLs are healthy
+// and report no disk identity.
 type fakeProber struct {
 	mu      sync.Mutex
 	down    map[string]error
 	hang    map[string]bool
+	disks   map[string]string
 	calls   map[string]int
 	onProbe func(baseURL string) // runs at the start of every probe
 }
@@ -124,10 +163,10 @@ var _ Prober = (*fakeProber)(nil)
 var errDown = errors.New("connection refused")
 
 func newFakeProber() *fakeProber {
-	return &fakeProber{down: map[string]error{}, hang: map[string]bool{}, calls: map[string]int{}}
+	return &fakeProber{down: map[string]error{}, hang: map[string]bool{}, disks: map[string]string{}, calls: map[string]int{}}
 }
 
-func (p *fakeProber) Ready(ctx context.Context, baseURL string) error {
+func (p *fakeProber) Ready(ctx context.Context, baseURL string) (string, error) {
 	p.mu.Lock()
 	p.calls[baseURL]++
 	err, hang, hook := p.down[baseURL], p.hang[baseURL], p.onProbe
@@ -137,9 +176,21 @@ func (p *fakeProber) Ready(ctx context.Context, baseURL string) error {
 	}
 	if hang {
 		<-ctx.Done()
-		return ctx.Err()
+		return "", ctx.Err()
 	}
-	return err
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.disks[baseURL], nil
+}
+
+// setDisk scripts the disk identity url reports when healthy.
+func (p *fakeProber) setDisk(url, disk string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.disks[url] = disk
 }
 
 // set scripts the answer for url: nil is healthy.
@@ -236,6 +287,18 @@ func (e *eventLog) take() []string {
 	return out
 }
 
+// takeEpochs is take with each event's epoch: "KIND node @epoch".
+func (e *eventLog) takeEpochs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.events {
+		out = append(out, fmt.Sprintf("%s %s @%d", ev.Kind, ev.Node.ID, ev.Epoch))
+	}
+	e.events = nil
+	return out
+}
+
 // harness is a Registry over fakes.
 type harness struct {
 	reg    *Registry
@@ -285,7 +348,13 @@ func (h *harness) sweep(t *testing.T) []NodeHealth {
 
 func (h *harness) register(t *testing.T, id string, port int) meta.Node {
 	t.Helper()
-	n, err := h.reg.Register(context.Background(), id, "127.0.0.1", port)
+	return h.registerDisk(t, id, port, "")
+}
+
+// registerDisk registers id reporting the disk identity disk.
+func (h *harness) registerDisk(t *testing.T, id string, port int, disk string) meta.Node {
+	t.Helper()
+	n, err := h.reg.Register(context.Background(), Announcement{NodeID: id, Host: "127.0.0.1", Port: port, DiskID: disk})
 	require.NoError(t, err)
 	return n
 }

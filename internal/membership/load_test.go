@@ -81,7 +81,7 @@ func TestConcurrentChangesKeepTheRingEqualToTheHealthySet(t *testing.T) {
 		id := fmt.Sprint("node-", i)
 		wg.Go(func() {
 			for range 5 {
-				_, _ = h.reg.Register(context.Background(), id, "127.0.0.1", 9000+i)
+				_, _ = h.reg.Register(context.Background(), Announcement{NodeID: id, Host: "127.0.0.1", Port: 9000 + i})
 			}
 			if i%4 == 0 {
 				_, _ = h.reg.Deregister(context.Background(), id)
@@ -169,9 +169,9 @@ func TestRunRefreshesTheRingFromTheStore(t *testing.T) {
 		defer close(done)
 		h.reg.Run(ctx)
 	}()
-	_, _, err := h.reg.update(context.Background(), "node-1", func(n *meta.Node) (bool, error) {
+	_, _, _, err := h.reg.update(context.Background(), "node-1", func(n *meta.Node) (edit, error) {
 		n.Status = meta.NodeHealthy
-		return true, nil
+		return write, nil
 	})
 	require.NoError(t, err)
 	select {

@@ -15,14 +15,31 @@
 //	UNHEALTHY ──SuccessThreshold good probes──▶ HEALTHY (Recovered)
 //	any ──Deregister──▶ DEREGISTERED (Deregistered; terminal, heartbeats ignored)
 //	DEREGISTERED ──Rejoin──▶ UNHEALTHY (Rejoined; re-enters like a new node)
+//	HEALTHY or UNHEALTHY, another disk identity reported ──▶ same status (DiskReplaced)
 //
 // Thresholds exist because a change of membership moves data: one missed probe
 // is a pause, not a dead machine, and counters reset on the opposite outcome
 // so a flapping node never oscillates the ring.
+//
+// A node reports the identity of its data directory when it registers and
+// when it is probed. A node that restarts over a wiped or replaced disk
+// faster than the failure threshold never looks failed, so the identity is
+// what shows that every copy the metadata places on it is gone: a node id
+// with an identity other than the stored one is recorded with the new one
+// and a DiskReplaced event. A node with no stored identity (one registered
+// before identities) adopts the first one it reports, without an event.
+//
+// Every change a rebalance must follow (a node admitted to or evicted from
+// the ring, deregistered, or found with a new disk) first bumps the durable
+// membership epoch in the store, then writes the node, and carries the
+// epoch on its event. A coordinator that dies before the rebalance
+// completes leaves the store's rebalanced epoch behind, which the next one
+// to start notices.
 package membership
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net"
@@ -56,14 +73,17 @@ type Store interface {
 	GetNode(ctx context.Context, id string) (meta.Node, error)
 	ListNodes(ctx context.Context) ([]meta.Node, error)
 	UpdateNode(ctx context.Context, n *meta.Node) error
+	BumpMembershipEpoch(ctx context.Context) (int64, error)
 }
 
 var _ Store = (meta.Store)(nil)
 
-// Prober asks a storage node whether it is ready to serve. A nil error means
-// healthy; any error (unreachable, not 200, timeout) counts as a failed probe.
+// Prober asks a storage node whether it is ready to serve, and which disk it
+// serves. A nil error means healthy; any error (unreachable, not 200,
+// timeout) counts as a failed probe. diskID is the identity of the node's
+// data directory, empty when the node reports none.
 type Prober interface {
-	Ready(ctx context.Context, baseURL string) error
+	Ready(ctx context.Context, baseURL string) (diskID string, err error)
 }
 
 // EventKind names a membership change. The values of the kinds that move data
@@ -86,6 +106,12 @@ const (
 	// Rejoined: a deregistered node was re-admitted. It is not on the ring
 	// yet; a Joined event follows once it passes SuccessThreshold probes.
 	Rejoined EventKind = "REJOINED"
+	// DiskReplaced: a node's registration or probe showed a disk identity
+	// other than the stored one, so none of the copies placed on it exist
+	// any more. Its status and the ring are unchanged: a node that came
+	// back faster than the failure detector stays HEALTHY, an evicted one
+	// UNHEALTHY.
+	DiskReplaced EventKind = "DISK_REPLACED"
 )
 
 // Event reports one membership change after it is stored and the new ring is
@@ -98,6 +124,10 @@ type Event struct {
 	// unchanged current ring).
 	Ring *ring.Ring
 	At   time.Time
+	// Epoch is the membership epoch the change bumped before it was
+	// written, which a rebalance that completes its work records; 0 for
+	// changes no rebalance follows (Rejoined).
+	Epoch int64
 }
 
 // Options configure a Registry. Zero values take the documented defaults.
@@ -330,9 +360,9 @@ func (r *Registry) setAddr(n meta.Node) {
 }
 
 // emit delivers an event. Callers hold mu, which keeps events in order.
-func (r *Registry) emit(kind EventKind, n meta.Node, rg *ring.Ring) {
+func (r *Registry) emit(kind EventKind, n meta.Node, rg *ring.Ring, epoch int64) {
 	if r.onEvent != nil {
-		r.onEvent(Event{Kind: kind, Node: n, Ring: rg, At: r.now()})
+		r.onEvent(Event{Kind: kind, Node: n, Ring: rg, At: r.now(), Epoch: epoch})
 	}
 }
 
@@ -341,31 +371,78 @@ func (r *Registry) emit(kind EventKind, n meta.Node, rg *ring.Ring) {
 // that many in a row means something is wrong, not contention.
 const maxAttempts = 8
 
+// edit is what a change asks update to do with the node it edited.
+type edit int
+
+const (
+	keep           edit = iota // nothing to write
+	write                      // write the node; no rebalance follows
+	writeRebalance             // write a change a rebalance must follow
+)
+
 // update re-reads node id, lets change edit it and writes it back with
-// optimistic locking, starting over when the write was stale. change reports
-// whether there is anything to write; with false, update returns the node as
-// read and false.
-func (r *Registry) update(ctx context.Context, id string, change func(n *meta.Node) (bool, error)) (meta.Node, bool, error) {
-	var err error
+// optimistic locking, starting over when the write was stale. When change
+// answers keep, update returns the node as read and written false.
+//
+// Before it writes a writeRebalance change, update bumps the membership
+// epoch and returns it. Intent comes before action on purpose: a crash
+// between the bump and the write costs at most one needless catch-up
+// rebalance, while the other order could lose one. If the bump fails the
+// change is not written and its error is returned. An attempt that loses a
+// race keeps the epoch it took for the next one, so one change bumps once.
+func (r *Registry) update(ctx context.Context, id string, change func(n *meta.Node) (edit, error)) (n meta.Node, written bool, epoch int64, err error) {
 	for range maxAttempts {
-		var n meta.Node
 		n, err = r.store.GetNode(ctx, id)
 		if err != nil {
-			return meta.Node{}, false, err
+			return meta.Node{}, false, 0, err
 		}
-		write, cerr := change(&n)
-		if cerr != nil || !write {
-			return n, false, cerr
+		e, cerr := change(&n)
+		if cerr != nil || e == keep {
+			return n, false, 0, cerr
+		}
+		if e == writeRebalance && epoch == 0 {
+			if epoch, err = r.store.BumpMembershipEpoch(ctx); err != nil {
+				return meta.Node{}, false, 0, err
+			}
 		}
 		err = r.store.UpdateNode(ctx, &n)
 		if err == nil {
-			return n, true, nil
+			return n, true, epoch, nil
 		}
 		if !errs.Is(err, errs.Conflict) {
-			return meta.Node{}, false, err
+			return meta.Node{}, false, 0, err
 		}
 	}
-	return meta.Node{}, false, errs.Wrap(errs.Conflict, err, "node %s kept changing under %d attempts to update it", id, maxAttempts)
+	return meta.Node{}, false, 0, errs.Wrap(errs.Conflict, err, "node %s kept changing under %d attempts to update it", id, maxAttempts)
+}
+
+// diskChange is what a reported disk identity means against the stored one.
+type diskChange int
+
+const (
+	sameDisk  diskChange = iota // the stored identity, or none reported: nothing to record
+	firstDisk                   // the node's first identity: adopted, nothing was lost
+	newDisk                     // another identity than the stored one: the disk was replaced
+)
+
+func compareDisk(stored, reported string) diskChange {
+	switch {
+	case reported == "" || reported == stored:
+		return sameDisk
+	case stored == "":
+		return firstDisk
+	default:
+		return newDisk
+	}
+}
+
+// diskReplaced publishes a node whose disk was replaced (its status, and so
+// the ring, are unchanged) and reports it. Callers hold mu.
+func (r *Registry) diskReplaced(n meta.Node, previous string, epoch int64) {
+	rg := r.publish(n)
+	r.log.Warn(fmt.Sprintf("node %s is back with another disk (identity %s, was %s): the copies placed on it are gone and will be rebuilt", n.ID, n.DiskID, previous),
+		"node", n.ID, "disk_id", n.DiskID, "previous_disk_id", previous, "status", n.Status)
+	r.emit(DiskReplaced, n, rg, epoch)
 }
 
 func notFound(id string, err error) error {

@@ -12,29 +12,47 @@ import (
 )
 
 // nodeIDPattern is what a node id may look like: it appears in URLs, log
-// lines and ring point names ("id#i"), so it stays plain.
-var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+// lines and ring point names ("id#i"), so it stays plain. A disk identity
+// (a UUID from today's nodes) is held to the same rule, with room for 64
+// characters.
+var (
+	nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	diskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+)
 
 // maxHostLen is the longest DNS name.
 const maxHostLen = 253
 
-// Validate checks a registration's fields and returns an errs.Invalid error
+// Announcement is what a node says about itself when it registers.
+type Announcement struct {
+	NodeID string
+	Host   string
+	Port   int
+	// DiskID is the identity of the node's data directory; empty from a
+	// node older than identities, which leaves the stored one alone.
+	DiskID string
+}
+
+// Validate checks an announcement's fields and returns an errs.Invalid error
 // naming the first bad one.
-func Validate(nodeID, host string, port int) error {
-	if !nodeIDPattern.MatchString(nodeID) {
-		return errs.E(errs.Invalid, "invalid node id %q: use 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", nodeID)
+func (a Announcement) Validate() error {
+	if !nodeIDPattern.MatchString(a.NodeID) {
+		return errs.E(errs.Invalid, "invalid node id %q: use 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", a.NodeID)
 	}
-	if host == "" {
+	if a.Host == "" {
 		return errs.E(errs.Invalid, "host is required")
 	}
-	if len(host) > maxHostLen {
+	if len(a.Host) > maxHostLen {
 		return errs.E(errs.Invalid, "host is longer than %d characters", maxHostLen)
 	}
-	if i := strings.IndexFunc(host, badHostRune); i >= 0 {
-		return errs.E(errs.Invalid, "invalid host %q: a bare host name or IP address has no spaces, slashes, brackets or %q", host, host[i])
+	if i := strings.IndexFunc(a.Host, badHostRune); i >= 0 {
+		return errs.E(errs.Invalid, "invalid host %q: a bare host name or IP address has no spaces, slashes, brackets or %q", a.Host, a.Host[i])
 	}
-	if port < 1 || port > 65535 {
-		return errs.E(errs.Invalid, "invalid port %d: must be between 1 and 65535", port)
+	if a.Port < 1 || a.Port > 65535 {
+		return errs.E(errs.Invalid, "invalid port %d: must be between 1 and 65535", a.Port)
+	}
+	if a.DiskID != "" && !diskIDPattern.MatchString(a.DiskID) {
+		return errs.E(errs.Invalid, "invalid disk id %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", a.DiskID)
 	}
 	return nil
 }
@@ -48,25 +66,28 @@ func badHostRune(c rune) bool {
 
 // Register records a node's announcement, an idempotent upsert that nodes
 // repeat as a heartbeat:
-//   - an unknown id is created UNHEALTHY, off the ring; it joins after
-//     SuccessThreshold consecutive good probes, the first of which Run makes
-//     at once;
-//   - the same id at the same address changes nothing;
+//   - an unknown id is created UNHEALTHY, off the ring, with the disk
+//     identity it reports; it joins after SuccessThreshold consecutive good
+//     probes, the first of which Run makes at once;
+//   - the same id at the same address with the same (or no) disk identity
+//     changes nothing;
 //   - a different address for a HEALTHY node's id is a Conflict;
 //   - an UNHEALTHY node's id may be reclaimed at a new address (its counters
 //     start over);
-//   - a DEREGISTERED node stays deregistered: it is returned unchanged and
-//     only Rejoin re-admits it.
-func (r *Registry) Register(ctx context.Context, nodeID, host string, port int) (meta.Node, error) {
-	if err := Validate(nodeID, host, port); err != nil {
+//   - another disk identity than the stored one is recorded, with a
+//     DiskReplaced event; a node with none stored adopts the one it reports;
+//   - a DEREGISTERED node stays deregistered: it is returned unchanged,
+//     whatever it reports, and only Rejoin re-admits it.
+func (r *Registry) Register(ctx context.Context, a Announcement) (meta.Node, error) {
+	if err := a.Validate(); err != nil {
 		return meta.Node{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
-		n, err := r.store.GetNode(ctx, nodeID)
+		n, err := r.store.GetNode(ctx, a.NodeID)
 		if errs.Is(err, errs.NotFound) {
-			n, err = r.create(ctx, nodeID, host, port)
+			n, err = r.create(ctx, a)
 			if errs.Is(err, errs.Conflict) {
 				continue // another coordinator created it first: treat as an existing node
 			}
@@ -75,58 +96,85 @@ func (r *Registry) Register(ctx context.Context, nodeID, host string, port int) 
 		if err != nil {
 			return meta.Node{}, err
 		}
-		return r.reannounce(ctx, n, host, port)
+		return r.reannounce(ctx, n, a)
 	}
 }
 
-func (r *Registry) create(ctx context.Context, id, host string, port int) (meta.Node, error) {
-	n := meta.Node{ID: id, Host: host, Port: port, Status: meta.NodeUnhealthy, RegisteredAt: r.now()}
+// create records a new node. It is not on the ring, so no rebalance follows
+// and the membership epoch is left alone.
+func (r *Registry) create(ctx context.Context, a Announcement) (meta.Node, error) {
+	n := meta.Node{ID: a.NodeID, Host: a.Host, Port: a.Port, Status: meta.NodeUnhealthy, RegisteredAt: r.now(), DiskID: a.DiskID}
 	if err := r.store.CreateNode(ctx, &n); err != nil {
 		return meta.Node{}, err
 	}
 	r.setAddr(n)
-	r.log.Info(fmt.Sprintf("node %s registered at %s, joins the ring after %d successful probe(s)", id, address(host, port), r.okThresh),
-		"node", id, "address", address(host, port))
-	r.probeSoon(id)
+	r.log.Info(fmt.Sprintf("node %s registered at %s, joins the ring after %d successful probe(s)", n.ID, address(n.Host, n.Port), r.okThresh),
+		"node", n.ID, "address", address(n.Host, n.Port), "disk_id", n.DiskID)
+	r.probeSoon(n.ID)
 	return n, nil
 }
 
 // reannounce handles the announcement of a node the store already knows.
 // Callers hold mu.
-func (r *Registry) reannounce(ctx context.Context, n meta.Node, host string, port int) (meta.Node, error) {
+func (r *Registry) reannounce(ctx context.Context, n meta.Node, a Announcement) (meta.Node, error) {
 	if n.Status == meta.NodeDeregistered {
 		if !r.ignored[n.ID] {
 			r.ignored[n.ID] = true
 			r.log.Info(fmt.Sprintf("ignoring the registration of deregistered node %s; POST /api/nodes/%s/rejoin re-admits it", n.ID, n.ID),
-				"node", n.ID, "address", address(host, port))
+				"node", n.ID, "address", address(a.Host, a.Port))
 		}
 		return n, nil
 	}
-	if n.Host == host && n.Port == port {
+	if n.Host == a.Host && n.Port == a.Port && compareDisk(n.DiskID, a.DiskID) == sameDisk {
 		return n, nil // a heartbeat
 	}
 	old := address(n.Host, n.Port)
-	n, changed, err := r.update(ctx, n.ID, func(n *meta.Node) (bool, error) {
-		switch {
-		case n.Status == meta.NodeDeregistered:
-			return false, nil
-		case n.Host == host && n.Port == port:
-			return false, nil
-		case n.Status == meta.NodeHealthy:
-			return false, errs.E(errs.Conflict, "%s is registered at %s and healthy", n.ID, address(n.Host, n.Port))
+	var moved bool
+	var disk diskChange
+	var previous string
+	n, changed, epoch, err := r.update(ctx, n.ID, func(n *meta.Node) (edit, error) {
+		moved, disk, previous = false, compareDisk(n.DiskID, a.DiskID), n.DiskID
+		if n.Status == meta.NodeDeregistered {
+			return keep, nil
 		}
-		n.Host, n.Port = host, port
-		n.ConsecutiveFailures, n.ConsecutiveSuccesses = 0, 0
-		return true, nil
+		if n.Host != a.Host || n.Port != a.Port {
+			if n.Status == meta.NodeHealthy {
+				return keep, errs.E(errs.Conflict, "%s is registered at %s and healthy", n.ID, address(n.Host, n.Port))
+			}
+			n.Host, n.Port = a.Host, a.Port
+			n.ConsecutiveFailures, n.ConsecutiveSuccesses = 0, 0
+			moved = true
+		}
+		switch disk {
+		case newDisk:
+			n.DiskID = a.DiskID
+			return writeRebalance, nil
+		case firstDisk:
+			n.DiskID = a.DiskID
+			return write, nil
+		}
+		if moved {
+			return write, nil
+		}
+		return keep, nil
 	})
 	if err != nil {
 		return meta.Node{}, err
 	}
-	if changed {
-		r.setAddr(n)
-		r.log.Info(fmt.Sprintf("node %s re-registered at %s (was %s), joins the ring after %d successful probe(s)", n.ID, address(host, port), old, r.okThresh),
-			"node", n.ID, "address", address(host, port), "previous", old)
+	if !changed {
+		return n, nil
+	}
+	r.setAddr(n)
+	if moved {
+		r.log.Info(fmt.Sprintf("node %s re-registered at %s (was %s), joins the ring after %d successful probe(s)", n.ID, address(a.Host, a.Port), old, r.okThresh),
+			"node", n.ID, "address", address(a.Host, a.Port), "previous", old)
 		r.probeSoon(n.ID)
+	}
+	switch disk {
+	case firstDisk:
+		r.log.Info(fmt.Sprintf("node %s reports disk identity %s", n.ID, n.DiskID), "node", n.ID, "disk_id", n.DiskID)
+	case newDisk:
+		r.diskReplaced(n, previous, epoch)
 	}
 	return n, nil
 }
@@ -138,13 +186,13 @@ func (r *Registry) reannounce(ctx context.Context, n meta.Node, host string, por
 func (r *Registry) Deregister(ctx context.Context, id string) (meta.Node, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n, changed, err := r.update(ctx, id, func(n *meta.Node) (bool, error) {
+	n, changed, epoch, err := r.update(ctx, id, func(n *meta.Node) (edit, error) {
 		if n.Status == meta.NodeDeregistered {
-			return false, nil
+			return keep, nil
 		}
 		n.Status = meta.NodeDeregistered
 		n.ConsecutiveFailures, n.ConsecutiveSuccesses = 0, 0
-		return true, nil
+		return writeRebalance, nil
 	})
 	if err != nil {
 		return meta.Node{}, notFound(id, err)
@@ -154,7 +202,7 @@ func (r *Registry) Deregister(ctx context.Context, id string) (meta.Node, error)
 	}
 	rg := r.publish(n)
 	r.log.Info(fmt.Sprintf("node %s deregistered, off the ring, %d node(s) remain", id, len(rg.Nodes())), "node", id)
-	r.emit(Deregistered, n, rg)
+	r.emit(Deregistered, n, rg, epoch)
 	return n, nil
 }
 
@@ -165,14 +213,16 @@ func (r *Registry) Deregister(ctx context.Context, id string) (meta.Node, error)
 func (r *Registry) Rejoin(ctx context.Context, id string) (meta.Node, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n, _, err := r.update(ctx, id, func(n *meta.Node) (bool, error) {
+	// Not on the ring yet: no rebalance follows until it joins, which bumps
+	// the epoch then.
+	n, _, _, err := r.update(ctx, id, func(n *meta.Node) (edit, error) {
 		if n.Status != meta.NodeDeregistered {
-			return false, errs.E(errs.Conflict, "node %s is %s, not deregistered; only a deregistered node can rejoin", id, n.Status)
+			return keep, errs.E(errs.Conflict, "node %s is %s, not deregistered; only a deregistered node can rejoin", id, n.Status)
 		}
 		n.Status = meta.NodeUnhealthy
 		n.ConsecutiveFailures, n.ConsecutiveSuccesses = 0, 0
 		n.LastHealthyAt = nil
-		return true, nil
+		return write, nil
 	})
 	if err != nil {
 		return meta.Node{}, notFound(id, err)
@@ -180,7 +230,7 @@ func (r *Registry) Rejoin(ctx context.Context, id string) (meta.Node, error) {
 	delete(r.ignored, id)
 	rg := r.publish(n)
 	r.log.Info(fmt.Sprintf("node %s re-admitted, joins the ring after %d successful probe(s)", id, r.okThresh), "node", id)
-	r.emit(Rejoined, n, rg)
+	r.emit(Rejoined, n, rg, 0)
 	r.probeSoon(id)
 	return n, nil
 }

@@ -68,7 +68,7 @@ func TestAddressClaimOfHealthyNodeIsConflict(t *testing.T) {
 	h.healthyNode(t, "node-2", 9002)
 	before := h.node(t, "node-2")
 
-	_, err := h.reg.Register(context.Background(), "node-2", "10.0.0.9", 9002)
+	_, err := h.reg.Register(context.Background(), Announcement{NodeID: "node-2", Host: "10.0.0.9", Port: 9002})
 	require.Equal(t, errs.Conflict, errs.KindOf(err))
 	require.EqualError(t, err, "node-2 is registered at 127.0.0.1:9002 and healthy")
 	require.Equal(t, before, h.node(t, "node-2"))
@@ -125,7 +125,7 @@ func TestRegisterRejectsInvalidInput(t *testing.T) {
 	h := newHarness(t, nil)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.reg.Register(context.Background(), c.id, c.host, c.port)
+			_, err := h.reg.Register(context.Background(), Announcement{NodeID: c.id, Host: c.host, Port: c.port})
 			require.Equal(t, errs.Invalid, errs.KindOf(err))
 			require.ErrorContains(t, err, c.msg)
 		})
@@ -144,7 +144,7 @@ func TestRegisterAcceptsValidInput(t *testing.T) {
 	}
 	h := newHarness(t, nil)
 	for _, c := range cases {
-		_, err := h.reg.Register(context.Background(), c.id, c.host, 65535)
+		_, err := h.reg.Register(context.Background(), Announcement{NodeID: c.id, Host: c.host, Port: 65535})
 		require.NoError(t, err, c.id)
 	}
 	u, _ := h.reg.BaseURL("v6")

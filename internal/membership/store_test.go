@@ -45,7 +45,7 @@ func runOverStore(t *testing.T, s Store) {
 	a, b := newReg(), newReg()
 
 	for i := 1; i <= 3; i++ {
-		_, err := a.Register(ctx, fmt.Sprint("node-", i), "127.0.0.1", 9000+i)
+		_, err := a.Register(ctx, Announcement{NodeID: fmt.Sprint("node-", i), Host: "127.0.0.1", Port: 9000 + i})
 		require.NoError(t, err)
 	}
 	// Both coordinators sweep at once: every probe of either is counted
@@ -95,7 +95,7 @@ func runOverStore(t *testing.T, s Store) {
 	require.True(t, ok)
 	require.Equal(t, url(9003), u)
 
-	n, err := c.Register(ctx, "node-3", "127.0.0.1", 9003)
+	n, err := c.Register(ctx, Announcement{NodeID: "node-3", Host: "127.0.0.1", Port: 9003})
 	require.NoError(t, err)
 	require.Equal(t, meta.NodeDeregistered, n.Status)
 	_, err = c.Rejoin(ctx, "node-3")

@@ -39,7 +39,8 @@ func requireKind(t *testing.T, want errs.Kind, err error) {
 	require.Equal(t, want, errs.KindOf(err), "error %q", err)
 }
 
-// filesUnder lists the files in a node's data directory.
+// filesUnder lists the files in a node's data directory but its identity
+// (disk-id), which is there from the first start.
 func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
@@ -47,8 +48,8 @@ func filesUnder(t *testing.T, dir string) []string {
 		if err != nil {
 			return err
 		}
-		if !e.IsDir() {
-			files = append(files, strings.TrimPrefix(p, dir+"/"))
+		if rel := strings.TrimPrefix(p, dir+"/"); !e.IsDir() && rel != "disk-id" {
+			files = append(files, rel)
 		}
 		return nil
 	}))
@@ -101,7 +102,9 @@ func TestRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, nodeclient.List{Blobs: []blob.Info{want}}, list)
 
-	require.NoError(t, c.Ready(ctx, n.URL))
+	disk, err := c.Ready(ctx, n.URL)
+	require.NoError(t, err)
+	require.Equal(t, n.DiskID, disk, "the probe sees which disk the node serves")
 	require.NoError(t, c.Delete(ctx, n.URL, id))
 	require.NoError(t, c.Delete(ctx, n.URL, id), "deleting an absent blob succeeds")
 
@@ -347,7 +350,8 @@ func TestClusterToken(t *testing.T) {
 		requireKind(t, errs.Unauthorized, err)
 		_, _, err = c.Put(ctx, n.URL, uuid.NewString(), checksum(nil), 0, bytes.NewReader(nil))
 		requireKind(t, errs.Unauthorized, err)
-		require.NoError(t, c.Ready(ctx, n.URL), "health needs no token")
+		_, err = c.Ready(ctx, n.URL)
+		require.NoError(t, err, "health needs no token")
 	}
 	c := nodeclient.New(nodeclient.Options{Token: "s3cret"})
 	_, created, err := c.Put(ctx, n.URL, uuid.NewString(), checksum(nil), 0, bytes.NewReader(nil))
@@ -394,7 +398,8 @@ func TestFullDisk(t *testing.T) {
 	require.NoError(t, err)
 	obj.Body.Close()
 	require.Equal(t, data, got)
-	require.NoError(t, c.Ready(ctx, n.URL), "a full node is ready")
+	_, err = c.Ready(ctx, n.URL)
+	require.NoError(t, err, "a full node is ready")
 	_, created, err := c.Put(ctx, n.URL, held, checksum(data), int64(len(data)), bytes.NewReader(data))
 	require.NoError(t, err)
 	require.False(t, created)
@@ -407,10 +412,12 @@ func TestFullDisk(t *testing.T) {
 func TestReadyFailsWhenTheDataDirectoryGoes(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{})
 	c := nodeclient.New(nodeclient.Options{})
-	require.NoError(t, c.Ready(context.Background(), n.URL))
+	_, err := c.Ready(context.Background(), n.URL)
+	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(n.DataDir))
-	err := c.Ready(context.Background(), n.URL)
+	disk, err := c.Ready(context.Background(), n.URL)
 	requireKind(t, errs.Unavailable, err)
+	require.Empty(t, disk, "a node that is not ready vouches for no disk")
 	require.Contains(t, err.Error(), "data directory")
 }
 
@@ -499,7 +506,8 @@ func TestNodeDownIsUnavailable(t *testing.T) {
 	requireKind(t, errs.Unavailable, c.Delete(ctx, base, id))
 	_, err = c.Stats(ctx, base)
 	requireKind(t, errs.Unavailable, err)
-	requireKind(t, errs.Unavailable, c.Ready(ctx, base))
+	_, err = c.Ready(ctx, base)
+	requireKind(t, errs.Unavailable, err)
 }
 
 func TestRequestIDReachesTheNode(t *testing.T) {
@@ -552,4 +560,42 @@ func TestConnectionsAreReused(t *testing.T) {
 		requireKind(t, errs.NotFound, err)
 	}
 	require.Equal(t, int32(1), dials.Load(), "sequential calls share one kept-alive connection")
+}
+
+// TestReadyAnswers reads the readiness answers a node may give, including
+// one from a node older than disk identities.
+func TestReadyAnswers(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		disk   string
+		kind   errs.Kind // errs.Other: no error
+	}{
+		{"up with an identity", http.StatusOK, `{"status":"UP","diskId":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", errs.Other},
+		{"up from an older node", http.StatusOK, `{"status":"UP"}`, "", errs.Other},
+		{"down names its disk", http.StatusServiceUnavailable, `{"status":"DOWN","reason":"disk gone","diskId":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`, "", errs.Unavailable},
+		{"malformed", http.StatusOK, `{"status":`, "", errs.Unavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			})}
+			go func() { _ = srv.Serve(ln) }()
+			t.Cleanup(func() { _ = srv.Close() })
+
+			disk, err := nodeclient.New(nodeclient.Options{}).Ready(context.Background(), "http://"+ln.Addr().String())
+			if tc.kind == errs.Other {
+				require.NoError(t, err)
+			} else {
+				requireKind(t, tc.kind, err)
+			}
+			require.Equal(t, tc.disk, disk)
+		})
+	}
 }

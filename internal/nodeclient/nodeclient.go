@@ -676,22 +676,24 @@ func (c *Client) List(ctx context.Context, node, after string, limit int) (List,
 	return out, nil
 }
 
-// Ready reports whether node is ready: nil, or an errs.Unavailable error
-// carrying the node's reason.
-func (c *Client) Ready(ctx context.Context, node string) error {
+// Ready reports whether node is ready, and the identity of the disk it
+// serves: nil, or an errs.Unavailable error carrying the node's reason. The
+// identity is empty when the node reports none (one older than identities)
+// and whenever err is not nil.
+func (c *Client) Ready(ctx context.Context, node string) (diskID string, err error) {
 	k := call{method: http.MethodGet, node: node, path: wire.PathReady, op: "ready"}
 	_, b, err := c.do(ctx, k, c.timeout, http.StatusOK, http.StatusServiceUnavailable)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var h wire.Health
 	if err := json.Unmarshal(b, &h); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "node %s: ready: malformed answer", node)
+		return "", errs.Wrap(errs.Unavailable, err, "node %s: ready: malformed answer", node)
 	}
 	if h.Status != wire.StatusUp {
-		return errs.E(errs.Unavailable, "node %s: not ready: %s", node, h.Reason)
+		return "", errs.E(errs.Unavailable, "node %s: not ready: %s", node, h.Reason)
 	}
-	return nil
+	return h.DiskID, nil
 }
 
 func (c *Client) getJSON(ctx context.Context, k call, timeout time.Duration, v any) error {

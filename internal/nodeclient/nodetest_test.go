@@ -37,8 +37,12 @@ func TestInMemoryNode(t *testing.T) {
 	obj.Body.Close()
 	require.NotEqual(t, obj.Info.Checksum, checksum(got))
 
+	disk, err := c.Ready(ctx, n.URL)
+	require.NoError(t, err)
+	require.Equal(t, n.Memory.Identity(), disk)
 	n.Memory.SetCheckError(io.ErrUnexpectedEOF)
-	requireKind(t, errs.Unavailable, c.Ready(ctx, n.URL))
+	_, err = c.Ready(ctx, n.URL)
+	requireKind(t, errs.Unavailable, err)
 }
 
 // TestNodeComesBack stops a node and starts it again at the same address
