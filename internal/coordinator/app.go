@@ -276,6 +276,10 @@ var triggers = map[membership.EventKind]rebalance.Trigger{
 	membership.Failed:       rebalance.Failed,
 	membership.Recovered:    rebalance.Recovered,
 	membership.Deregistered: rebalance.Deregistered,
+	// A node with a new disk is a recovered node with nothing on it: the
+	// RECOVERED rebalance visits every file with a copy row on it, finds
+	// the copy absent and rebuilds it at once.
+	membership.DiskReplaced: rebalance.Recovered,
 }
 
 // rebalanceOnEvents runs one rebalance per membership change, in order.

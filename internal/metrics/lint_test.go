@@ -87,7 +87,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	c.Deleted(true)
 	c.Deleted(false)
 	c.Verified(1)
-	for _, k := range []membership.EventKind{membership.Joined, membership.Failed, membership.Recovered, membership.Deregistered, membership.Rejoined} {
+	for _, k := range []membership.EventKind{membership.Joined, membership.Failed, membership.Recovered, membership.Deregistered, membership.Rejoined, membership.DiskReplaced} {
 		c.MembershipEvent(membership.Event{Kind: k, Node: meta.Node{ID: "node-4"}})
 	}
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Joined, CopiesCreated: 3, CopiesRemoved: 3, Failures: 1, DurationMs: 250})
@@ -105,7 +105,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		"dfs_downloads_total", "dfs_download_failovers_total", "dfs_download_bytes_total",
 		"dfs_deletes_total", "dfs_verifies_total", "dfs_checksum_mismatches_total",
 		"dfs_node_joins_total", "dfs_node_failures_total", "dfs_node_recoveries_total",
-		"dfs_node_deregistrations_total", "dfs_node_rejoins_total", "dfs_ring_nodes",
+		"dfs_node_deregistrations_total", "dfs_node_rejoins_total", "dfs_node_disk_replacements_total", "dfs_ring_nodes",
 		"dfs_files", "dfs_files_count_errors_total",
 		"dfs_rebalance_runs_total", "dfs_rebalance_copies_created_total", "dfs_rebalance_copies_removed_total",
 		"dfs_rebalance_failures_total", "dfs_rebalance_duration_seconds",

@@ -74,6 +74,7 @@ type Coordinator struct {
 	nodeRecoveries  prometheus.Counter
 	nodeDeregisters prometheus.Counter
 	nodeRejoins     prometheus.Counter
+	diskReplaced    prometheus.Counter
 
 	rebalanceRuns     *prometheus.CounterVec
 	rebalanceCreated  *prometheus.CounterVec
@@ -185,6 +186,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		nodeRecoveries:  counter("dfs_node_recoveries_total", "Failed storage nodes put back on the ring after passing health checks."),
 		nodeDeregisters: counter("dfs_node_deregistrations_total", "Storage nodes deregistered by an operator."),
 		nodeRejoins:     counter("dfs_node_rejoins_total", "Deregistered storage nodes re-admitted by an operator."),
+		diskReplaced:    counter("dfs_node_disk_replacements_total", "Storage nodes found serving another disk than before (wiped or replaced data directory); their copies are rebuilt."),
 
 		rebalanceRuns: counterVec("dfs_rebalance_runs_total",
 			"Rebalance runs by trigger; repair-loop passes have trigger REPAIR.", "trigger"),
@@ -223,7 +225,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		c.requests, c.durations,
 		c.uploads, c.uploadBytes, c.uploadSpool, c.downloads, c.failovers, c.downloadBytes,
 		c.deletes, c.verifies, c.mismatches,
-		c.nodeJoins, c.nodeFailures, c.nodeRecoveries, c.nodeDeregisters, c.nodeRejoins,
+		c.nodeJoins, c.nodeFailures, c.nodeRecoveries, c.nodeDeregisters, c.nodeRejoins, c.diskReplaced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dfs_ring_nodes", Help: "Storage nodes on the hash ring.",
 		}, c.ringNodes),
@@ -361,6 +363,8 @@ func (c *Coordinator) MembershipEvent(e membership.Event) {
 		c.nodeDeregisters.Inc()
 	case membership.Rejoined:
 		c.nodeRejoins.Inc()
+	case membership.DiskReplaced:
+		c.diskReplaced.Inc()
 	}
 }
 

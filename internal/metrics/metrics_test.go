@@ -205,6 +205,7 @@ func TestMembershipEvents(t *testing.T) {
 		membership.Recovered:    "dfs_node_recoveries_total",
 		membership.Deregistered: "dfs_node_deregistrations_total",
 		membership.Rejoined:     "dfs_node_rejoins_total",
+		membership.DiskReplaced: "dfs_node_disk_replacements_total",
 	}
 	for kind := range counters {
 		t.Run(string(kind), func(t *testing.T) {
