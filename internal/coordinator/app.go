@@ -152,6 +152,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.repair = &repairLoop{
 		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
 		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: lock,
+		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() },
 	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {
@@ -300,8 +301,33 @@ func (a *App) rebalanceFor(ctx context.Context, e membership.Event) {
 	if !ok || !a.cfg.RebalanceOnMembershipChange {
 		return
 	}
-	if _, err := (patient{a.rebalancer, 2 * a.cfg.LeaseTTL}).Run(ctx, t, e.Node.ID); err != nil && ctx.Err() == nil {
+	rep, err := (patient{a.rebalancer, 2 * a.cfg.LeaseTTL}).Run(ctx, t, e.Node.ID)
+	if err != nil && ctx.Err() == nil {
 		a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
+	}
+	if err == nil && rep.Complete {
+		a.completeEpoch(ctx, e.Epoch)
+	}
+}
+
+// completeEpoch records that the rebalance of membership epoch e completed,
+// when every earlier epoch has too: a rebalance visits only the files its
+// own change affects, so it cannot stand in for an earlier change whose
+// rebalance was lost. That one is left to the repair loop's catch-up.
+func (a *App) completeEpoch(ctx context.Context, e int64) {
+	if e <= 0 {
+		return
+	}
+	ep, err := a.store.Epochs(ctx)
+	if err != nil {
+		a.log.Warn("could not read the membership epochs; the repair loop will catch up", "epoch", e, "err", err)
+		return
+	}
+	if ep.Rebalanced < e-1 {
+		return
+	}
+	if err := a.store.CompleteRebalance(ctx, e); err != nil {
+		a.log.Warn("could not record a completed rebalance; the repair loop will catch up", "epoch", e, "err", err)
 	}
 }
 

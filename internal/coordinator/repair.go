@@ -42,21 +42,64 @@ type repairLoop struct {
 	now      func() time.Time
 	// lock, when set, lets one coordinator at a time run the pass.
 	lock reconcile.LockFunc
+	// catchUp, when set, runs the rebalance that membership changes are
+	// still owed (see catchUpEpochs); off with automatic rebalancing off.
+	catchUp bool
+	// busy reports whether this process still has membership rebalances
+	// queued or running, which will record their own epochs.
+	busy func() bool
 }
 
+// run passes once at start, so that a coordinator that starts behind on
+// membership epochs catches up at once, then every interval.
 func (l *repairLoop) run(ctx context.Context) {
 	t := time.NewTicker(l.interval)
 	defer t.Stop()
 	for {
+		if _, err := l.pass(ctx); err != nil && ctx.Err() == nil {
+			l.log.Error("repair pass failed", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := l.pass(ctx); err != nil && ctx.Err() == nil {
-				l.log.Error("repair pass failed", "err", err)
-			}
 		}
 	}
+}
+
+// catchUpEpochs runs the rebalance that the recorded membership changes are
+// still owed. A change's own rebalance records its epoch when it completes;
+// one that never did — its coordinator was killed mid-run, its run was cut
+// short by a lost lease or skipped files — leaves the rebalanced epoch
+// behind. The catch-up cannot know which nodes changed, so it visits every
+// file and reconciles those the current ring places elsewhere; when it
+// completes it records the membership epoch it read before it began.
+func (l *repairLoop) catchUpEpochs(ctx context.Context) {
+	if !l.catchUp || (l.busy != nil && l.busy()) {
+		return
+	}
+	ep, err := l.store.Epochs(ctx)
+	if err != nil {
+		l.log.Warn("could not read the membership epochs", "err", err)
+		return
+	}
+	if ep.Rebalanced >= ep.Membership {
+		return
+	}
+	l.log.Warn("membership changes are owed a rebalance that did not complete; catching up",
+		"membership_epoch", ep.Membership, "rebalanced_epoch", ep.Rebalanced)
+	rep, err := l.rebalancer.RunMisplaced(ctx, rebalance.Repair)
+	if err != nil || !rep.Complete {
+		l.log.Warn("catch-up rebalance did not complete; the next repair pass runs it again",
+			"membership_epoch", ep.Membership, "skipped", rep.FilesSkipped, "err", err)
+		return
+	}
+	if err := l.store.CompleteRebalance(ctx, ep.Membership); err != nil {
+		l.log.Warn("could not record the completed rebalance; the next repair pass runs it again", "epoch", ep.Membership, "err", err)
+		return
+	}
+	l.log.Info("catch-up rebalance completed", "rebalanced_epoch", ep.Membership,
+		"scanned", rep.FilesScanned, "affected", rep.FilesAffected, "created", rep.CopiesCreated, "removed", rep.CopiesRemoved)
 }
 
 func (l *repairLoop) clock() time.Time {
@@ -82,6 +125,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		defer release()
 		ctx = work
 	}
+	l.catchUpEpochs(ctx)
 	if n, err := l.store.PruneLeases(ctx, l.leaseAge); err != nil {
 		l.log.Warn("could not prune expired leases", "err", err)
 	} else if n > 0 {
