@@ -492,3 +492,55 @@ func TestRepairPrunesLeasesLeftByDeadCoordinators(t *testing.T) {
 		require.False(t, ok, "a live lease is untouched")
 	})
 }
+
+// A copy whose checksum sidecar is torn (empty), garbage or gone is a bad
+// copy, however intact its bytes: the node would refuse it on every read.
+// Verify reports it and the copy is rebuilt from a good one.
+func TestVerifyCountsABadSidecarAsABadCopy(t *testing.T) {
+	h := newHarness(t, "sqlite", 3, nil)
+	type copyCheck struct {
+		NodeID, Result string
+		Rebuilt        bool
+	}
+	verify := func(id string) map[string]copyCheck {
+		resp := h.post("/api/files/"+id+"/verify", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+		var v struct {
+			Status        string      `json:"status"`
+			HealthyCopies int         `json:"healthyCopies"`
+			Copies        []copyCheck `json:"copies"`
+		}
+		resp.json(t, &v)
+		require.Equal(t, "ACTIVE", v.Status, string(resp.body))
+		require.Equal(t, 3, v.HealthyCopies)
+		out := map[string]copyCheck{}
+		for _, c := range v.Copies {
+			out[c.NodeID] = c
+		}
+		return out
+	}
+	sidecar := func(n, id string) string { return h.blobPath(n, id) + ".sha256" }
+
+	data := payload(4_000, 9)
+	res := h.upload("f", data)
+	torn, garbage := res.Replicas[0], res.Replicas[1]
+	require.NoError(t, os.WriteFile(sidecar(torn, res.FileID), nil, 0o644))
+	require.NoError(t, os.WriteFile(sidecar(garbage, res.FileID), []byte("not a checksum\n"), 0o644))
+	got := verify(res.FileID)
+	require.Equal(t, copyCheck{res.PrimaryNode, "OK", false}, got[res.PrimaryNode])
+	require.Equal(t, copyCheck{torn, "CORRUPT", true}, got[torn])
+	require.Equal(t, copyCheck{garbage, "CORRUPT", true}, got[garbage])
+
+	other := h.upload("g", payload(3_000, 2))
+	require.NoError(t, os.Remove(sidecar(other.Replicas[0], other.FileID)))
+	got = verify(other.FileID)
+	require.Equal(t, copyCheck{other.Replicas[0], "MISSING", true}, got[other.Replicas[0]])
+
+	for _, f := range []uploadResult{res, other} {
+		for _, n := range append([]string{f.PrimaryNode}, f.Replicas...) {
+			side, err := os.ReadFile(sidecar(n, f.FileID))
+			require.NoError(t, err)
+			require.Equal(t, f.Checksum, strings.TrimSpace(string(side)), n)
+		}
+	}
+}
