@@ -164,14 +164,14 @@ func TestContentCacheNeedsVerification(t *testing.T) {
 }
 
 func TestContentCacheIsNotFilledBySpoolFilesOrFailedUploads(t *testing.T) {
-	s, nodes, _, cache := cachedService(t, 512, func(o *Options) { o.MemorySpoolMax = 0 })
+	s, _, _, cache := cachedService(t, 512, func(o *Options) { o.MemorySpoolMax = 0 })
 	ctx := context.Background()
 	_, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("spooled to disk")})
 	require.NoError(t, err)
 	n, _ := cache.Usage()
 	require.Zero(t, n, "only a body held in memory is put in the cache by its upload")
 
-	s, nodes, _, cache = cachedService(t, 512, nil)
+	s, nodes, _, cache := cachedService(t, 512, nil)
 	for _, id := range []string{"A", "B", "C"} {
 		nodes.fail[id] = errs.E(errs.Unavailable, "connection refused")
 	}
