@@ -101,7 +101,7 @@ func (c *cluster) requireInvariant(files []stored, deleted []string) clusterchec
 	if lastErr != nil {
 		c.t.Fatalf("invariant not reached within %v: the last check failed: %v", invariantQuiet, lastErr)
 	}
-	c.t.Fatalf("invariant not reached within %v (%d polls); last report:\n%s", invariantQuiet, polls, last.Lines(60))
+	c.t.Fatalf("invariant not reached within %v (%d polls); last report:\n%s", invariantQuiet, polls, last.Lines(40))
 	return last
 }
 
@@ -184,13 +184,21 @@ func (c *cluster) waitJoinRebalancing(logs []string, minCopies int) string {
 	return spare
 }
 
+// rebalanceEnded returns the summaries of the JOINED rebalances for node
+// that ended in the coordinator log at path: completed, or cut short with
+// files left for a retry.
+func (c *cluster) rebalanceEnded(path, node string) []logEntry {
+	c.t.Helper()
+	return append(c.rebalanceEntries(path, "rebalance completed", client.TriggerJoined, node),
+		c.rebalanceEntries(path, "rebalance cut short", client.TriggerJoined, node)...)
+}
+
 // requireRebalanceRunning fails the test if the JOINED rebalance for node
-// has already completed in any of the coordinator logs.
+// has already ended in any of the coordinator logs.
 func (c *cluster) requireRebalanceRunning(logs []string, node string) {
 	c.t.Helper()
 	for _, l := range logs {
-		done := c.rebalanceEntries(l, "rebalance completed", client.TriggerJoined, node)
-		require.Empty(c.t, done, "the JOINED rebalance for %s completed before the fault; make it slower", node)
+		require.Empty(c.t, c.rebalanceEnded(l, node), "the JOINED rebalance for %s ended before the fault; make it slower", node)
 	}
 }
 

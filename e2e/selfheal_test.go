@@ -107,7 +107,7 @@ func TestSelfHealSurplusHolderKilledMidRebalance(t *testing.T) {
 	// never long enough for the detector.
 	var done []logEntry
 	for time.Since(killedAt) < 6*time.Second {
-		if done = c.rebalanceEntries(c.coordLog(), "rebalance completed", client.TriggerJoined, spare); len(done) > 0 {
+		if done = c.rebalanceEnded(c.coordLog(), spare); len(done) > 0 {
 			break
 		}
 		time.Sleep(pollInterval)
@@ -117,8 +117,8 @@ func TestSelfHealSurplusHolderKilledMidRebalance(t *testing.T) {
 		"the detector evicted %s: the fault was meant to stay below its threshold", victim)
 	require.NotEmpty(t, done, "the JOINED rebalance did not finish while %s was down", victim)
 	rep := done[0]
-	t.Logf("%s down for %v; the JOINED rebalance reported created=%v removed=%v failures=%v",
-		victim, time.Since(killedAt).Round(100*time.Millisecond), rep["created"], rep["removed"], rep["failures"])
+	t.Logf("%s down for %v; the JOINED rebalance ended (%s) with created=%v removed=%v skipped=%v failures=%v",
+		victim, time.Since(killedAt).Round(100*time.Millisecond), rep.str("msg"), rep["created"], rep["removed"], rep["skipped"], rep["failures"])
 	require.Less(t, rep.num("removed"), rep.num("created"),
 		"every surplus copy was removed although %s was down: the fault did not bite", victim)
 
@@ -214,8 +214,8 @@ func TestSelfHealDeletesRacingRebalanceCopies(t *testing.T) {
 		require.NoError(t, c.lc.ResumeNode(spare))
 		<-deleted
 		require.NoError(t, derr)
-		t.Logf("%d deletes issued while %s stalled; the JOINED rebalance had completed by their end: %t",
-			len(ids), spare, len(c.rebalanceEntries(c.coordLog(), "rebalance completed", client.TriggerJoined, spare)) > 0)
+		t.Logf("%d deletes issued while %s stalled; the JOINED rebalance had ended by their end: %t",
+			len(ids), spare, len(c.rebalanceEnded(c.coordLog(), spare)) > 0)
 		c.requireInvariant(kept, ids)
 		t.Logf("anti-entropy: %s", c.antiEntropyMetrics(c.lc.CoordinatorURL()))
 	})
