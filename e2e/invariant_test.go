@@ -62,16 +62,30 @@ func checked(files []stored) []clustercheck.File {
 	return out
 }
 
+// invariantConfirm is how long after a full check held a shallow one must
+// hold again: longer than the fast sweep's interval, so that work still in
+// flight when the first check held (a reconcile finishing late, a sweep
+// acting on a stale view) has shown its effect.
+const invariantConfirm = 3 * time.Second
+
 // requireInvariant polls the invariant of issue 12 over the acknowledged
-// files and the deleted ones until it holds, or fails the test with the last
-// report once invariantQuiet has passed. The cheap shallow check is polled
-// first, so that a converging cluster is not slowed by reads and re-hashes;
-// only when it holds is the full check made. No rebalance is asked for:
-// convergence must come from the cluster itself.
+// files and the deleted ones until it holds, and still holds
+// invariantConfirm later, or fails the test with the last report once
+// invariantQuiet has passed. The cheap shallow check is polled first, so
+// that a converging cluster is not slowed by reads and re-hashes; only when
+// it holds is the full check made. No rebalance is asked for: convergence
+// must come from the cluster itself.
 func (c *cluster) requireInvariant(files []stored, deleted []string) clustercheck.Report {
 	c.t.Helper()
 	start := time.Now()
 	base := clustercheck.Options{API: c.api, HTTP: c.http, Token: c.token, Files: checked(files), Deleted: deleted}
+	check := func(shallow bool) (clustercheck.Report, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		o := base
+		o.Nodes, o.Shallow = c.runningNodes(), shallow
+		return clustercheck.Check(ctx, o)
+	}
 	var (
 		last    clustercheck.Report
 		lastErr error
@@ -79,18 +93,21 @@ func (c *cluster) requireInvariant(files []stored, deleted []string) clusterchec
 	)
 	for {
 		polls++
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		o := base
-		o.Nodes, o.Shallow = c.runningNodes(), true
-		rep, err := clustercheck.Check(ctx, o)
+		rep, err := check(true)
 		if err == nil && rep.OK() {
-			o.Shallow = false
-			rep, err = clustercheck.Check(ctx, o)
+			rep, err = check(false)
 		}
-		cancel()
 		if err == nil && rep.OK() {
-			c.t.Logf("invariant holds %v after the fault (%d polls): %s", time.Since(start).Round(100*time.Millisecond), polls, rep.Summary())
-			return rep
+			held := time.Since(start)
+			time.Sleep(invariantConfirm)
+			again, err := check(true)
+			if err == nil && again.OK() {
+				c.t.Logf("invariant holds %v after the fault (%d polls), and %v later: %s",
+					held.Round(100*time.Millisecond), polls, invariantConfirm, rep.Summary())
+				return rep
+			}
+			c.t.Logf("invariant held %v after the fault, but not %v later: %v %s", held.Round(100*time.Millisecond), invariantConfirm, err, again.Lines(10))
+			rep = again
 		}
 		last, lastErr = rep, err
 		if time.Since(start) > invariantQuiet {
@@ -191,6 +208,21 @@ func (c *cluster) rebalanceEnded(path, node string) []logEntry {
 	c.t.Helper()
 	return append(c.rebalanceEntries(path, "rebalance completed", client.TriggerJoined, node),
 		c.rebalanceEntries(path, "rebalance cut short", client.TriggerJoined, node)...)
+}
+
+// waitRebalanceEnded waits until the JOINED rebalance for node has ended in
+// one of the coordinator logs, so that no reconcile of it is still in flight
+// when the invariant is checked.
+func (c *cluster) waitRebalanceEnded(logs []string, node string) {
+	c.t.Helper()
+	eventually(c.t, settleTimeout, "the JOINED rebalance for "+node+" ended", func() (bool, string) {
+		for _, l := range logs {
+			if len(c.rebalanceEnded(l, node)) > 0 {
+				return true, ""
+			}
+		}
+		return false, "still running"
+	})
 }
 
 // requireRebalanceRunning fails the test if the JOINED rebalance for node

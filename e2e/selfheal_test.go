@@ -216,6 +216,7 @@ func TestSelfHealDeletesRacingRebalanceCopies(t *testing.T) {
 		require.NoError(t, derr)
 		t.Logf("%d deletes issued while %s stalled; the JOINED rebalance had ended by their end: %t",
 			len(ids), spare, len(c.rebalanceEnded(c.coordLog(), spare)) > 0)
+		c.waitRebalanceEnded([]string{c.coordLog()}, spare)
 		c.requireInvariant(kept, ids)
 		t.Logf("anti-entropy: %s", c.antiEntropyMetrics(c.lc.CoordinatorURL()))
 	})
@@ -236,8 +237,9 @@ func TestSelfHealDeletesRacingRebalanceCopies(t *testing.T) {
 		// Pause whichever coordinator runs the JOINED rebalance; the deletes
 		// go through the other one.
 		var pause, resume func()
-		deleter := c.api
+		deleter, pausedLog := c.api, other.log
 		if len(c.rebalanceEntries(c.coordLog(), "rebalance started", client.TriggerJoined, spare)) > 0 {
+			pausedLog = c.coordLog()
 			pause = func() { require.NoError(t, c.lc.PauseNode(localcluster.CoordinatorName)) }
 			resume = func() { require.NoError(t, c.lc.ResumeNode(localcluster.CoordinatorName)) }
 			deleter = other.api
@@ -257,6 +259,9 @@ func TestSelfHealDeletesRacingRebalanceCopies(t *testing.T) {
 		resume()
 		t.Logf("%d deletes issued through the other coordinator during a pause of %v",
 			len(deleted), time.Since(pausedAt).Round(100*time.Millisecond))
+		// The paused coordinator wakes up in the middle of its run; what it
+		// does then is part of the fault.
+		c.waitRebalanceEnded([]string{pausedLog}, spare)
 
 		c.requireInvariant(kept, deleted)
 		t.Logf("anti-entropy on %s: %s", localcluster.CoordinatorName, c.antiEntropyMetrics(c.lc.CoordinatorURL()))
@@ -295,6 +300,7 @@ func TestSelfHealRedisLostMidJoin(t *testing.T) {
 				end()
 			}
 			t.Logf("Redis %s after %d copies on %s", fault.name, c.copiesCreatedOn(c.coordLog(), spare), spare)
+			c.waitRebalanceEnded([]string{c.coordLog()}, spare)
 			c.requireInvariant(files, nil)
 			t.Logf("anti-entropy: %s", c.antiEntropyMetrics(c.lc.CoordinatorURL()))
 		})
