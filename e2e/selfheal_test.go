@@ -94,9 +94,9 @@ func TestSelfHealNodeDiskWipedFasterThanTheDetector(t *testing.T) {
 // bring every file back to its three copies and reclaim the blobs.
 func TestSelfHealSurplusHolderKilledMidRebalance(t *testing.T) {
 	t.Parallel()
-	// Twenty failed probes half a second apart: ten seconds before an
-	// eviction, more than the victim's downtime below.
-	c := startCluster(t, options{nodes: 3, coordEnv: env(sweepFast, []string{slowRebalance, "HEALTH_FAILURE_THRESHOLD=20"})})
+	// Thirty failed probes half a second apart: fifteen seconds before an
+	// eviction, well over the victim's downtime below.
+	c := startCluster(t, options{nodes: 3, coordEnv: env(sweepFast, []string{slowRebalance, "HEALTH_FAILURE_THRESHOLD=30"})})
 	files := c.uploadMany(200, 4<<10, 16<<10)
 	victim := localcluster.NodeName(1)
 
@@ -106,7 +106,7 @@ func TestSelfHealSurplusHolderKilledMidRebalance(t *testing.T) {
 	// Down until the rebalance has met it for the rest of its files, but
 	// never long enough for the detector.
 	var done []logEntry
-	for time.Since(killedAt) < 6*time.Second {
+	for time.Since(killedAt) < 8*time.Second {
 		if done = c.rebalanceEnded(c.coordLog(), spare); len(done) > 0 {
 			break
 		}
