@@ -60,9 +60,13 @@ type Options struct {
 	HTTP *http.Client
 	// Token is the CLUSTER_TOKEN the nodes' internal API wants, if any.
 	Token string
-	// RF and VNodes are the coordinator's REPLICATION_FACTOR and
-	// VIRTUAL_NODES. Defaults 3 and 100.
-	RF, VNodes int
+	// RF is the coordinator's REPLICATION_FACTOR. Default 3.
+	RF int
+	// VNodes is the coordinator's VIRTUAL_NODES; zero takes what the
+	// coordinator reports (GET /api/nodes/ring). A value that differs from
+	// the coordinator's is an error: every placement judged by it would be
+	// wrong.
+	VNodes int
 	// Files are the acknowledged files; Deleted the ids of files the caller
 	// deleted (with an answer or not). A file the metadata lists that is in
 	// neither is held to the same rules as an acknowledged one, with the
@@ -87,9 +91,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RF <= 0 {
 		o.RF = 3
-	}
-	if o.VNodes <= 0 {
-		o.VNodes = 100
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -278,6 +279,16 @@ func (c *checker) run(ctx context.Context) (Report, error) {
 	}
 	slices.Sort(onRing)
 	c.rep.Ring = onRing
+	info, err := c.o.API.Ring(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("clustercheck: read the ring: %w", err)
+	}
+	switch {
+	case c.o.VNodes <= 0:
+		c.o.VNodes = info.VirtualNodesPerNode
+	case info.VirtualNodesPerNode != c.o.VNodes:
+		return Report{}, fmt.Errorf("clustercheck: the coordinator places %d virtual nodes per node, the check was told %d", info.VirtualNodesPerNode, c.o.VNodes)
+	}
 	c.ring = ring.New(c.o.VNodes, onRing...)
 
 	listed, err := c.listFiles(ctx)

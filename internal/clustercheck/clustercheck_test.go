@@ -136,6 +136,8 @@ func (f *fake) serveCoordinator(w http.ResponseWriter, r *http.Request) {
 			out = append(out, client.Node{NodeID: node, Host: host, Port: p, Status: client.NodeHealthy, OnRing: on})
 		}
 		writeJSON(w, http.StatusOK, out)
+	case path == "/api/nodes/ring":
+		writeJSON(w, http.StatusOK, client.RingInfo{PhysicalNodes: len(f.ring), VirtualNodesPerNode: 100, TotalRingPositions: 100 * len(f.ring)})
 	case path == "/api/files":
 		// Every file on one page; the checker asks for 1000 at a time.
 		var items []client.File
@@ -514,4 +516,16 @@ func TestReportLinesAreBounded(t *testing.T) {
 func TestOptionsNeedAClient(t *testing.T) {
 	_, err := Check(context.Background(), Options{})
 	require.Error(t, err)
+}
+
+func TestVirtualNodesMustBeTheCoordinators(t *testing.T) {
+	f := newFake(t, fourNodes, 4)
+	o := f.options(f.acked())
+	o.VNodes = 100
+	require.True(t, f.check(o).OK())
+	// Told another count, the check would misjudge every placement: it
+	// refuses rather than report nonsense.
+	o.VNodes = 10
+	_, err := Check(context.Background(), o)
+	require.ErrorContains(t, err, "100 virtual nodes")
 }
