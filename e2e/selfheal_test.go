@@ -59,6 +59,13 @@ func TestSelfHealCoordinatorKilledDuringJoinRebalance(t *testing.T) {
 
 	require.NoError(t, c.lc.StartCoordinator(context.Background()))
 	c.requireInvariant(files, nil)
+	t.Logf("the restarted coordinator started %d catch-up rebalance(s) for owed membership epochs; %d did not complete, %d did",
+		len(c.logEntries(localcluster.CoordinatorName, "membership changes are owed a rebalance")),
+		len(c.logEntries(localcluster.CoordinatorName, "catch-up rebalance did not complete")),
+		len(c.logEntries(localcluster.CoordinatorName, "catch-up rebalance completed")))
+	for _, e := range c.logEntries(localcluster.CoordinatorName, "catch-up rebalance did not complete") {
+		t.Logf("  cut short: skipped=%v err=%v", e["skipped"], e["err"])
+	}
 }
 
 // A node whose data directory is wiped and which is back 0.1 s later, well
