@@ -480,8 +480,15 @@ func (e logEntry) num(key string) float64 {
 // skipped.
 func (c *cluster) logEntries(name, prefix string) []logEntry {
 	c.t.Helper()
-	f, err := os.Open(c.lc.LogPath(name))
-	require.NoError(c.t, err)
+	return readLogEntries(c.t, c.lc.LogPath(name), prefix)
+}
+
+// readLogEntries is logEntries for the log file at path, which may belong
+// to a process outside the local cluster.
+func readLogEntries(t *testing.T, path, prefix string) []logEntry {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
 	defer f.Close()
 	var out []logEntry
 	sc := bufio.NewScanner(f)
@@ -495,7 +502,7 @@ func (c *cluster) logEntries(name, prefix string) []logEntry {
 			out = append(out, e)
 		}
 	}
-	require.NoError(c.t, sc.Err())
+	require.NoError(t, sc.Err())
 	return out
 }
 

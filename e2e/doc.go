@@ -6,6 +6,15 @@
 // the middle of a body — then drives only the public REST API and the
 // nodes' internal API to show what a client sees and that nothing is lost.
 //
+// The self-healing tests (selfheal_test.go) make the faults that once left a
+// cluster wrong for good while it called its files ACTIVE — a coordinator
+// killed mid-rebalance, a wiped disk back before the failure detector
+// noticed, a surplus holder down mid-rebalance, deletes racing copies, Redis
+// lost mid-join, torn checksum sidecars — and end each with one assertion:
+// within a bounded quiet period, and without anyone asking for a rebalance,
+// the cluster satisfies the invariant of internal/clustercheck (placement by
+// the ring, every copy on disk, no orphan, every file byte-exact).
+//
 // The package also holds the security and bad-input tests that need real
 // processes: path traversal on every route, malformed and truncated bodies,
 // hostile Range headers and page sizes, and internal calls without the

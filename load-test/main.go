@@ -59,6 +59,7 @@ func run(args []string) int {
 		soak      = fs.Bool("soak", false, "run the chaos soak instead of one scheduled kill (see README)")
 		redis     = fs.String("redis", "auto", "start a private redis-server for the coordinator: auto (with -soak, when redis-server is on PATH), on, off")
 		repair    = fs.Bool("repair", false, "after the final pass, rebalance and check every file ACTIVE with RF verified copies (default with -soak)")
+		invariant = fs.Bool("invariant", false, "after the final pass, wait for the cluster to settle on its own on placement by the ring, every copy on disk and no orphan (default with -soak; local cluster only)")
 		jsonOut   = fs.String("json", "", "also write the report as JSON to this file")
 	)
 	opts.Traffic.MinSize, opts.Traffic.MaxSize = 1<<10, 64<<10
@@ -78,6 +79,7 @@ func run(args []string) int {
 	fs.Var(&coordEnv, "coordinator-env", "extra KEY=VALUE for the coordinator (repeatable), e.g. DATABASE_URL=postgres://…")
 	fs.Var(&nodeEnv, "node-env", "extra KEY=VALUE for every storage node (repeatable)")
 	fs.DurationVar(&opts.Progress, "progress", 5*time.Second, "how often to print a progress line")
+	fs.DurationVar(&opts.InvariantQuiet, "quiet", 90*time.Second, "how long the cluster may take to settle on the invariant after the traffic stops")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: load-test [flags]\n\n"+
 			"  go run ./load-test -kill node-2 -kill-after 10s -down-for 15s -duration 60s\n"+
@@ -97,6 +99,7 @@ func run(args []string) int {
 	}
 	opts.CoordinatorEnv, opts.NodeEnv = coordEnv, nodeEnv
 	opts.Repair = *repair || *soak
+	opts.Invariant = *invariant || *soak
 
 	switch *redis {
 	case "on":

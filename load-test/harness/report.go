@@ -18,25 +18,26 @@ type Exit struct {
 
 // Report is everything a run found.
 type Report struct {
-	Mode           string         `json:"mode"`
-	Plan           string         `json:"plan"`
-	Duration       time.Duration  `json:"durationNs"` // asked for
-	Elapsed        time.Duration  `json:"elapsedNs"`  // the traffic's actual run
-	Traffic        TrafficOptions `json:"traffic"`
-	CoordinatorEnv []string       `json:"coordinatorEnv,omitempty"`
-	NodeEnv        []string       `json:"nodeEnv,omitempty"`
-	DataDir        string         `json:"dataDir,omitempty"`
-	Acked          int            `json:"acknowledged"`
-	AckedByStatus  map[string]int `json:"acknowledgedByStatus"`
-	Kinds          []KindReport   `json:"kinds"`
-	Windows        []Window       `json:"failureWindows"`
-	Events         []Event        `json:"events"`
-	Violations     []Violation    `json:"violations"`
-	Unlogged       uint64         `json:"failuresNotPlacedInTime,omitempty"`
-	Final          FinalReport    `json:"final"`
-	Repair         *RepairReport  `json:"repair,omitempty"`
-	Exits          []Exit         `json:"unexpectedExits"`
-	Notes          []string       `json:"notes,omitempty"`
+	Mode           string           `json:"mode"`
+	Plan           string           `json:"plan"`
+	Duration       time.Duration    `json:"durationNs"` // asked for
+	Elapsed        time.Duration    `json:"elapsedNs"`  // the traffic's actual run
+	Traffic        TrafficOptions   `json:"traffic"`
+	CoordinatorEnv []string         `json:"coordinatorEnv,omitempty"`
+	NodeEnv        []string         `json:"nodeEnv,omitempty"`
+	DataDir        string           `json:"dataDir,omitempty"`
+	Acked          int              `json:"acknowledged"`
+	AckedByStatus  map[string]int   `json:"acknowledgedByStatus"`
+	Kinds          []KindReport     `json:"kinds"`
+	Windows        []Window         `json:"failureWindows"`
+	Events         []Event          `json:"events"`
+	Violations     []Violation      `json:"violations"`
+	Unlogged       uint64           `json:"failuresNotPlacedInTime,omitempty"`
+	Final          FinalReport      `json:"final"`
+	Invariant      *InvariantReport `json:"invariant,omitempty"`
+	Repair         *RepairReport    `json:"repair,omitempty"`
+	Exits          []Exit           `json:"unexpectedExits"`
+	Notes          []string         `json:"notes,omitempty"`
 
 	mu sync.Mutex // guards Exits while the cluster runs
 }
@@ -75,14 +76,14 @@ func (r *Report) fill(snap Snapshot, trafficElapsed time.Duration, events []Even
 
 // OK reports whether the run found nothing wrong: every fault of the plan
 // was made, every acknowledged file read back intact, no promise was broken
-// during the run, no process crashed, and (when checked) the repaired state
-// is clean.
+// during the run, no process crashed, and (when checked) the cluster settled
+// on the invariant by itself and the repaired state is clean.
 func (r *Report) OK() bool {
 	r.mu.Lock()
 	exits := len(r.Exits)
 	r.mu.Unlock()
 	return len(r.FailedEvents()) == 0 && r.Final.OK() && len(r.Violations) == 0 && exits == 0 &&
-		(r.Repair == nil || r.Repair.OK())
+		(r.Invariant == nil || r.Invariant.OK) && (r.Repair == nil || r.Repair.OK())
 }
 
 // FailedEvents are the faults and restarts that could not be made (or were
@@ -183,6 +184,23 @@ func (r *Report) WriteText(w io.Writer) {
 		f.Checked, f.Intact, bytesText(f.Bytes), f.Lost, f.Corrupt, f.Unreadable, f.Retried)
 	for _, b := range f.Bad {
 		p("  %s", b)
+	}
+	if inv := r.Invariant; inv != nil {
+		verdict := "held"
+		if !inv.OK {
+			verdict = "NOT reached"
+		}
+		p("invariant (placement, copies on disk, orphans; no rebalance asked for): %s after %s, %d checks",
+			verdict, inv.Waited.Round(time.Millisecond), inv.Polls)
+		if inv.Summary != "" {
+			p("  %s", inv.Summary)
+		}
+		if inv.Error != "" {
+			p("  the last check failed: %s", inv.Error)
+		}
+		for _, v := range inv.Violations {
+			p("  %s", v)
+		}
 	}
 	if rp := r.Repair; rp != nil {
 		if rp.Rebalance != nil {

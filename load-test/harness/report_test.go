@@ -27,6 +27,10 @@ func TestReportOK(t *testing.T) {
 		{"a fault not made", func(r *Report) { r.Events[0].Err = "no process named node-9" }, false},
 		{"a bad repaired state", func(r *Report) { r.Repair = &RepairReport{Files: 2, Active: 1, Verified: 2} }, false},
 		{"a clean repaired state", func(r *Report) { r.Repair = &RepairReport{Files: 2, Active: 2, Verified: 2} }, true},
+		{"the invariant not reached", func(r *Report) {
+			r.Invariant = &InvariantReport{Summary: "1 violations (orphan 1)", Violations: []string{"orphan file x on node-1: …"}}
+		}, false},
+		{"the invariant held", func(r *Report) { r.Invariant = &InvariantReport{OK: true, Summary: "the invariant holds"} }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,6 +39,13 @@ func TestReportOK(t *testing.T) {
 			require.Equal(t, tt.ok, r.OK())
 			var out bytes.Buffer
 			r.WriteText(&out)
+			if r.Invariant != nil {
+				// Whatever the verdict, the report says what the last check saw.
+				require.Contains(t, out.String(), r.Invariant.Summary)
+				for _, v := range r.Invariant.Violations {
+					require.Contains(t, out.String(), v)
+				}
+			}
 			if tt.ok {
 				require.Contains(t, out.String(), "RESULT: PASS")
 			} else {

@@ -66,6 +66,14 @@ type Options struct {
 	// RepairWait bounds the wait for files to become ACTIVE after the
 	// repair pass. Default 60s.
 	RepairWait time.Duration
+	// Invariant checks, after the final pass and before any repair pass,
+	// that the cluster comes on its own to the invariant of package
+	// clustercheck: placement by the ring, every copy on disk, no orphan.
+	// Local cluster only.
+	Invariant bool
+	// InvariantQuiet bounds how long the cluster may take to get there once
+	// the traffic has stopped. Default 90s.
+	InvariantQuiet time.Duration
 	// Log receives progress lines. Default os.Stderr.
 	Log io.Writer
 	// Progress is how often a progress line is written. Default 5s.
@@ -214,6 +222,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	files := led.Files()
 	logf("final pass: reading back %d acknowledged files", len(files))
 	rep.Final = FinalPass(ctx, cli, files, rec, opts.Final)
+	if opts.Invariant && cl != nil {
+		// Before the repair pass: its rebalance would do the work the
+		// cluster must be shown to do by itself.
+		logf("invariant: waiting up to %s for the cluster to settle on its own", opts.InvariantQuiet)
+		inv := InvariantCheck(ctx, env, files, opts.InvariantQuiet, opts.Final.withDefaults().Concurrency)
+		logf("invariant after %s: %s%s", inv.Waited.Round(time.Millisecond), inv.Summary, inv.Error)
+		rep.Invariant = &inv
+	}
 	if opts.Repair && cl != nil {
 		logf("repair pass: rebalance, then wait for every file to be ACTIVE, then verify each")
 		r := RepairCheck(ctx, env, files, opts.RepairWait, opts.Final.withDefaults().Concurrency)
@@ -295,6 +311,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RepairWait <= 0 {
 		o.RepairWait = 60 * time.Second
+	}
+	if o.InvariantQuiet <= 0 {
+		o.InvariantQuiet = 90 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = os.Stderr

@@ -40,8 +40,17 @@ var (
 // length — a quarter of it, at least 30s — so that the leave, which waits
 // for its drain, cannot hold the soak long past its end; a drain cut short
 // is noted in the report and its leftovers are the repair loop's.
+//
+// The closing invariant check needs the cluster to settle within a quiet
+// period of a minute or so, so the anti-entropy sweep runs every 10s (product
+// default 10m), an upload the coordinator's kill abandoned is settled after
+// 10s (15m), and a blob no metadata lists is removed once it has been seen so
+// for 15s (30m; never less than the abandoned-upload timeout).
 func (p SoakPlan) CoordinatorEnv() []string {
-	return []string{"DRAIN_TIMEOUT=" + max(30*time.Second, p.Duration/4).String()}
+	return []string{
+		"DRAIN_TIMEOUT=" + max(30*time.Second, p.Duration/4).String(),
+		"PENDING_UPLOAD_TIMEOUT=10s", "ANTI_ENTROPY_INTERVAL=10s", "ANTI_ENTROPY_ORPHAN_GRACE=15s",
+	}
 }
 
 // Fractions of the run at which the fixed faults are due.

@@ -29,8 +29,10 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // TestChaosSoak runs the chaos soak for a minute on real processes: random
 // node kills, a join, a coordinator kill, a Redis kill and a leave under
-// load; then every acknowledged file must read back byte-identical and,
-// after one repair pass, be ACTIVE with RF verified copies.
+// load; then every acknowledged file must read back byte-identical, the
+// cluster must settle on its own on the invariant of package clustercheck
+// (placement by the ring, every copy on disk, no orphan) and, after one
+// repair pass, every file be ACTIVE with RF verified copies.
 func TestChaosSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 60-second soak on real processes; skipped with -short")
@@ -48,15 +50,16 @@ func TestChaosSoak(t *testing.T) {
 
 	dataDir := filepath.Join(root, "cluster")
 	rep, err := Run(ctx, Options{
-		BinDir:   bin,
-		DataDir:  dataDir,
-		Redis:    redis,
-		Duration: soakDuration,
-		Traffic:  TrafficOptions{Workers: 4},
-		Plan:     SoakPlan{Duration: soakDuration},
-		Repair:   true,
-		Log:      logWriter{t},
-		Progress: 10 * time.Second,
+		BinDir:    bin,
+		DataDir:   dataDir,
+		Redis:     redis,
+		Duration:  soakDuration,
+		Traffic:   TrafficOptions{Workers: 4},
+		Plan:      SoakPlan{Duration: soakDuration},
+		Repair:    true,
+		Invariant: true,
+		Log:       logWriter{t},
+		Progress:  10 * time.Second,
 	})
 	require.NoError(t, err)
 	var text bytes.Buffer
@@ -70,6 +73,9 @@ func TestChaosSoak(t *testing.T) {
 	require.Empty(t, rep.Violations, "no promise broken during the soak")
 	require.Empty(t, rep.Exits, "no process ended unasked")
 	require.Equal(t, rep.Final.Checked, rep.Final.Intact, "every acknowledged file reads back byte-identical: %v", rep.Final.Bad)
+	require.NotNil(t, rep.Invariant)
+	require.True(t, rep.Invariant.OK, "the cluster settled by itself on the invariant: %s %s %v",
+		rep.Invariant.Summary, rep.Invariant.Error, rep.Invariant.Violations)
 	require.NotNil(t, rep.Repair)
 	require.True(t, rep.Repair.OK(), "after one repair pass every file is ACTIVE with RF verified copies: %v", rep.Repair.Bad)
 
