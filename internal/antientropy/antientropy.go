@@ -176,8 +176,16 @@ type Sweeper struct {
 
 	mu sync.Mutex
 	// seen remembers, for each blob on a node that no row listed, when it
-	// was first seen so. It lives in memory: a restart only delays removal.
-	seen map[copyKey]time.Time
+	// was first seen so and in which pass last. It lives in memory: a
+	// restart only delays removal. Entries a whole pass did not see again
+	// are dropped at its end.
+	seen map[copyKey]sighting
+	pass int
+}
+
+type sighting struct {
+	first time.Time
+	pass  int
 }
 
 type copyKey struct{ id, node string }
@@ -219,7 +227,7 @@ func New(o Options) (*Sweeper, error) {
 	}
 	// The burst is one page, so a page waits for its whole share at once.
 	return &Sweeper{o: o, log: o.Logger, limiter: rate.NewLimiter(rate.Limit(o.Rate), max(o.PageSize, 1)),
-		seen: map[copyKey]time.Time{}}, nil
+		seen: map[copyKey]sighting{}}, nil
 }
 
 // State is the sweep's progress, kept in the metadata store.
@@ -341,7 +349,9 @@ func (s *Sweeper) Pass(ctx context.Context) (Report, error) {
 	rep := newReport()
 	defer func() { rep.DurationMs = s.o.Now().Sub(start).Milliseconds() }()
 	if s.o.Cluster.Ring().Len() == 0 {
+		// Skipped, so that Run waits before it looks again.
 		s.log.Debug("anti-entropy pass skipped: no storage node is on the ring")
+		rep.Skipped = true
 		return rep, nil
 	}
 	st, err := s.LoadState(ctx)
@@ -355,6 +365,8 @@ func (s *Sweeper) Pass(ctx context.Context) (Report, error) {
 		s.log.Info("anti-entropy pass resumed", "cursor", st.Cursor, "started_at", st.PassStartedAt)
 	}
 	inv := newInventories(s.o.Nodes, s.o.Cluster, s.o.PageSize)
+	s.startPass()
+	fromStart := st.Cursor == ""
 	lastLog := s.o.Now()
 	for {
 		page, err := s.o.Store.FilesAfter(ctx, st.Cursor, s.o.PageSize)
@@ -394,6 +406,10 @@ func (s *Sweeper) Pass(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	rep.Complete = true
+	if fromStart {
+		// A resumed pass saw only part of the id space.
+		s.dropUnseen()
+	}
 	s.o.Events.Progress(1)
 	s.o.Events.PassCompleted(st.LastFullPassAt)
 	s.log.Info("anti-entropy pass completed", "checked", rep.Checked,
@@ -511,14 +527,36 @@ func (s *Sweeper) checkPage(ctx context.Context, page []meta.FileRecord, held ma
 func (s *Sweeper) orphanDue(key copyKey, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first, ok := s.seen[key]
+	sg, ok := s.seen[key]
 	if !ok {
 		if len(s.seen) < maxCandidates {
-			s.seen[key] = now
+			s.seen[key] = sighting{first: now, pass: s.pass}
 		}
 		return false
 	}
-	return now.Sub(first) >= s.o.OrphanGrace
+	sg.pass = s.pass
+	s.seen[key] = sg
+	return now.Sub(sg.first) >= s.o.OrphanGrace
+}
+
+// startPass numbers a new pass for the sightings it makes.
+func (s *Sweeper) startPass() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pass++
+}
+
+// dropUnseen forgets the orphans the pass that just ended did not see: they
+// are gone (removed elsewhere, or adopted), and a stale first sighting must
+// not make a later one look old.
+func (s *Sweeper) dropUnseen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, sg := range s.seen {
+		if sg.pass != s.pass {
+			delete(s.seen, k)
+		}
+	}
 }
 
 func (s *Sweeper) forget(key copyKey) {
@@ -546,7 +584,10 @@ func (s *Sweeper) reconcileAll(ctx context.Context, todo []work, rep *Report) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			out, err := s.o.Reconciler.ReconcileWith(ctx, w.id, w.extra...)
-			ok := err == nil && !out.Busy && out.Failures == 0
+			// Put right means left ACTIVE (or gone, for a deleted file): a
+			// file that stays DEGRADED, say with fewer nodes on the ring
+			// than its copies, is found again by the next pass.
+			ok := err == nil && !out.Busy && out.Failures == 0 && (out.Status == meta.FileActive || out.Removed)
 			mu.Lock()
 			defer mu.Unlock()
 			if !ok {

@@ -29,12 +29,14 @@ import (
 // base URLs. torn marks copies whose checksum sidecar is torn: HEAD answers
 // Corrupt and the listing shows no checksum, until the copy is deleted.
 type fakeNodes struct {
-	mu       sync.Mutex
-	stores   map[string]*blob.Memory
-	torn     map[copyKey]bool
-	listErr  map[string]error
-	lists    map[string]int
-	mutating []string
+	mu      sync.Mutex
+	stores  map[string]*blob.Memory
+	torn    map[copyKey]bool
+	listErr map[string]error
+	lists   map[string]int
+	// afterList, when set, runs after each listing (outside the lock).
+	afterList func()
+	mutating  []string
 }
 
 func newFakeNodes(ids ...string) *fakeNodes {
@@ -91,6 +93,9 @@ func (f *fakeNodes) List(ctx context.Context, base, after string, limit int) (no
 	infos, err := f.stores[base].Enumerate(ctx, after, limit+1)
 	if err != nil {
 		return nodeclient.List{}, err
+	}
+	if f.afterList != nil {
+		defer f.afterList()
 	}
 	out := nodeclient.List{}
 	if len(infos) > limit {
@@ -186,6 +191,22 @@ func newFixture(t testing.TB, o Options, all ...string) *fixture {
 	return f
 }
 
+// fileWithID stores a file under id where the ring wants it.
+func (f *fixture) fileWithID(id string, data []byte) meta.FileRecord {
+	f.t.Helper()
+	sum := sha256.Sum256(data)
+	on := f.rg.Preference(id, 3)
+	rec := meta.FileRecord{File: meta.File{ID: id, Name: "f", ContentType: "application/octet-stream",
+		SizeBytes: int64(len(data)), Checksum: hex.EncodeToString(sum[:]), Status: meta.FileActive,
+		PrimaryNodeID: on[0], ReplicationFactor: 3, RingPosition: ring.Position(id)}}
+	for _, n := range on {
+		f.put(n, rec, data)
+		rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaActive})
+	}
+	require.NoError(f.t, f.store.CreateFile(context.Background(), &rec))
+	return rec
+}
+
 // file stores a file with bytes and ACTIVE rows on the given nodes (its
 // preference list when none are given), the first its primary.
 func (f *fixture) file(data []byte, on ...string) meta.FileRecord {
@@ -242,20 +263,24 @@ func activeNodes(rec meta.FileRecord) []string {
 
 func TestPlacedFilesCostNoNodeCallButTheListing(t *testing.T) {
 	f := newFixture(t, Options{PageSize: 4}, "A", "B", "C", "D")
-	for i := range 10 {
+	for i := range 40 {
 		f.placed([]byte(fmt.Sprint("placed-", i)))
 	}
 	rep := f.pass()
-	require.Equal(t, 10, rep.Checked)
+	require.Equal(t, 40, rep.Checked)
 	require.Empty(t, f.nodes.ops(), "nothing to fix, nothing written")
 	for _, k := range Kinds {
 		require.Zero(t, rep.Found[k], k)
 	}
 	require.Equal(t, 1, f.events.passes)
+	const pages = 10
 	for _, n := range []string{"A", "B", "C", "D"} {
-		// Each node's listing is read once per pass, ahead of the metadata
-		// pages, never once per page and never once per file.
-		require.LessOrEqual(t, f.nodes.lists[n], 3, n)
+		held, err := f.nodes.stores[n].Enumerate(context.Background(), "", 1000)
+		require.NoError(t, err)
+		// Each node's listing is read ahead in pages of its own: at most
+		// one call per metadata page plus one per page of its blobs, never
+		// one per file.
+		require.LessOrEqual(t, f.nodes.lists[n], pages+(len(held)+3)/4, n)
 	}
 }
 
@@ -441,4 +466,72 @@ func TestRunWaitsWhileAnotherCoordinatorSweeps(t *testing.T) {
 	defer cancel()
 	f.sw.Run(ctx)
 	require.Equal(t, int64(1), asked.Load(), "asked once, then waited")
+}
+
+// With no node on the ring there is nothing to compare against: the pass is
+// skipped, and Run waits instead of asking again at once.
+func TestEmptyRingIsSkipped(t *testing.T) {
+	f := newFixture(t, Options{Interval: time.Hour}, "A", "B", "C")
+	f.sw.o.Cluster = fakeCluster{rg: ring.New(100)}
+	rep, err := f.sw.Pass(context.Background())
+	require.NoError(t, err)
+	require.True(t, rep.Skipped)
+	var reads atomic.Int64
+	f.sw.o.Store = &countingStateStore{Store: f.store, reads: &reads}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	f.sw.Run(ctx)
+	require.LessOrEqual(t, reads.Load(), int64(2), "no spinning on an empty ring")
+}
+
+type countingStateStore struct {
+	meta.Store
+	reads *atomic.Int64
+}
+
+func (s *countingStateStore) GetState(ctx context.Context, key string) (string, error) {
+	s.reads.Add(1)
+	return s.Store.GetState(ctx, key)
+}
+
+// A copy that lands on a node after the node's listing reached its end, with
+// a row in a later page, is not judged missing: a finished listing is asked
+// again for the later range.
+func TestCopiesWrittenDuringAPassAreNotCalledMissing(t *testing.T) {
+	f := newFixture(t, Options{PageSize: 2}, "A", "B", "C")
+	for i := range 6 {
+		f.placed([]byte(fmt.Sprint("early-", i)))
+	}
+	late := 0
+	f.nodes.afterList = func() {
+		if late < 3 {
+			late++
+			// A file whose id sorts last, so its row is in the last page,
+			// written after the nodes' listings were first read.
+			f.fileWithID(fmt.Sprintf("ffffffff-0000-4000-8000-%012d", late), []byte(fmt.Sprint("late-", late)))
+		}
+	}
+	rep := f.pass()
+	require.Zero(t, rep.Found[Missing], "%v", rep.Found)
+}
+
+// An orphan sighting that a whole pass does not renew is dropped, so a blob
+// that comes back later starts its grace period afresh.
+func TestUnseenOrphansAreForgotten(t *testing.T) {
+	f := newFixture(t, Options{}, "A", "B", "C")
+	ctx := context.Background()
+	ghost := uuid.NewString()
+	_, _, err := f.nodes.stores["A"].Receive(ctx, ghost, hexSum("ghost"), 5, bytes.NewReader([]byte("ghost")))
+	require.NoError(t, err)
+	f.pass()
+	require.Len(t, f.sw.seen, 1)
+	require.NoError(t, f.nodes.stores["A"].Remove(ctx, ghost))
+	f.pass()
+	require.Empty(t, f.sw.seen, "the blob went away: its sighting goes too")
+	_, _, err = f.nodes.stores["A"].Receive(ctx, ghost, hexSum("ghost"), 5, bytes.NewReader([]byte("ghost")))
+	require.NoError(t, err)
+	f.now = f.now.Add(2 * time.Minute)
+	rep := f.pass()
+	require.Zero(t, rep.Found[Orphan], "back again: a new grace period, not the old sighting")
+	require.True(t, f.nodes.holds("A", ghost))
 }

@@ -17,6 +17,9 @@ type inventories struct {
 	limit   int
 	mu      sync.Mutex
 	byNode  map[string]*inventory
+	// onRing is the ring of the previous range, so a node that left and
+	// came back meanwhile lists afresh.
+	onRing map[string]bool
 }
 
 // inventory is one node's listing, read ahead.
@@ -37,18 +40,26 @@ func (iv *inventories) upTo(ctx context.Context, lo, hi string) map[string]map[s
 	out := map[string]map[string]blob.Info{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, node := range iv.cluster.Ring().Nodes() {
+	nodes := iv.cluster.Ring().Nodes()
+	ring := make(map[string]bool, len(nodes))
+	for _, node := range nodes {
+		ring[node] = true
 		base, ok := iv.cluster.BaseURL(node)
 		if !ok {
 			continue
 		}
 		iv.mu.Lock()
 		inv := iv.byNode[node]
-		if inv == nil {
-			// New to the ring since the pass started: list from this range.
+		if inv == nil || (iv.onRing != nil && !iv.onRing[node]) {
+			// New to the ring since the pass started, or back on it: list
+			// from this range.
 			inv = &inventory{after: lo}
 			iv.byNode[node] = inv
 		}
+		// A listing that reached its end may have grown since (copies
+		// written during the pass): ask again from where it stopped, one
+		// short call when nothing is new.
+		inv.done = false
 		iv.mu.Unlock()
 		wg.Go(func() {
 			held, err := iv.read(ctx, base, inv, lo, hi)
@@ -65,6 +76,9 @@ func (iv *inventories) upTo(ctx context.Context, lo, hi string) map[string]map[s
 		})
 	}
 	wg.Wait()
+	iv.mu.Lock()
+	iv.onRing = ring
+	iv.mu.Unlock()
 	return out
 }
 
