@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,8 +35,9 @@ type fakeNodes struct {
 	torn    map[copyKey]bool
 	listErr map[string]error
 	lists   map[string]int
-	// afterList, when set, runs after each listing (outside the lock).
-	afterList func()
+	// afterList, when set, runs after each listing (outside the lock) and
+	// is told whether the listing reached its end.
+	afterList func(ended bool)
 	mutating  []string
 }
 
@@ -95,7 +97,7 @@ func (f *fakeNodes) List(ctx context.Context, base, after string, limit int) (no
 		return nodeclient.List{}, err
 	}
 	if f.afterList != nil {
-		defer f.afterList()
+		defer func() { f.afterList(len(infos) <= limit) }()
 	}
 	out := nodeclient.List{}
 	if len(infos) > limit {
@@ -498,20 +500,34 @@ func (s *countingStateStore) GetState(ctx context.Context, key string) (string, 
 // a row in a later page, is not judged missing: a finished listing is asked
 // again for the later range.
 func TestCopiesWrittenDuringAPassAreNotCalledMissing(t *testing.T) {
-	f := newFixture(t, Options{PageSize: 2}, "A", "B", "C")
-	for i := range 6 {
-		f.placed([]byte(fmt.Sprint("early-", i)))
+	f := newFixture(t, Options{PageSize: 2}, "A", "B", "C", "D")
+	// ids of a given prefix, with or without node D in their preference list.
+	pick := func(prefix string, withD bool, n int) []string {
+		var out []string
+		for i := 0; len(out) < n; i++ {
+			id := fmt.Sprintf("%s-0000-4000-8000-%012d", prefix, i)
+			if slices.Contains(f.rg.Preference(id, 3), "D") == withD {
+				out = append(out, id)
+			}
+		}
+		return out
 	}
-	late := 0
-	f.nodes.afterList = func() {
-		if late < 3 {
-			late++
-			// A file whose id sorts last, so its row is in the last page,
-			// written after the nodes' listings were first read.
-			f.fileWithID(fmt.Sprintf("ffffffff-0000-4000-8000-%012d", late), []byte(fmt.Sprint("late-", late)))
+	// D's two blobs sort first, so its listing ends with the first page;
+	// four more files follow on the other nodes only.
+	for _, id := range append(pick("10000000", true, 2), pick("20000000", false, 4)...) {
+		f.fileWithID(id, []byte(id))
+	}
+	late := pick("ffffffff", true, 1)[0]
+	var once sync.Once
+	f.nodes.afterList = func(ended bool) {
+		if ended {
+			// Its copies land on D once D's listing has ended; its row is in
+			// the last metadata page.
+			once.Do(func() { f.fileWithID(late, []byte("late")) })
 		}
 	}
 	rep := f.pass()
+	require.Equal(t, 7, rep.Checked)
 	require.Zero(t, rep.Found[Missing], "%v", rep.Found)
 }
 
