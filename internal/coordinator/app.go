@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.repair = &repairLoop{
 		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
 		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: lock,
-		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() },
+		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() }, refresh: a.members.Load,
 	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {

@@ -48,6 +48,11 @@ type repairLoop struct {
 	// busy reports whether this process still has membership rebalances
 	// queued or running, which will record their own epochs.
 	busy func() bool
+	// refresh rebuilds the ring from the store (membership.Registry.Load).
+	refresh func(ctx context.Context) error
+	// owed is the membership epoch the previous pass found not rebalanced
+	// (0: none); only a pass that finds the same gap again catches up.
+	owed int64
 }
 
 // run passes once at start, so that a coordinator that starts behind on
@@ -74,6 +79,14 @@ func (l *repairLoop) run(ctx context.Context) {
 // behind. The catch-up cannot know which nodes changed, so it visits every
 // file and reconciles those the current ring places elsewhere; when it
 // completes it records the membership epoch it read before it began.
+//
+// A gap is caught up only when two passes in a row find it at the same
+// epoch, and on a ring rebuilt from the store after that: a membership
+// change bumps the epoch a moment before it writes the node, and another
+// coordinator learns of the node only at its next refresh, so a gap seen
+// once may belong to a change whose ring this coordinator does not have yet
+// — rebalancing on the old ring and recording the epoch would hide the
+// change's own rebalance should that one be cut short.
 func (l *repairLoop) catchUpEpochs(ctx context.Context) {
 	if !l.catchUp || (l.busy != nil && l.busy()) {
 		return
@@ -84,7 +97,20 @@ func (l *repairLoop) catchUpEpochs(ctx context.Context) {
 		return
 	}
 	if ep.Rebalanced >= ep.Membership {
+		l.owed = 0
 		return
+	}
+	if l.owed != ep.Membership {
+		l.owed = ep.Membership
+		l.log.Info("membership changes are not rebalanced yet; the next repair pass catches up if they still are not",
+			"membership_epoch", ep.Membership, "rebalanced_epoch", ep.Rebalanced)
+		return
+	}
+	if l.refresh != nil {
+		if err := l.refresh(ctx); err != nil {
+			l.log.Warn("could not rebuild the ring before catching up", "err", err)
+			return
+		}
 	}
 	l.log.Warn("membership changes are owed a rebalance that did not complete; catching up",
 		"membership_epoch", ep.Membership, "rebalanced_epoch", ep.Rebalanced)
@@ -125,7 +151,9 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		defer release()
 		ctx = work
 	}
-	l.catchUpEpochs(ctx)
+	// The catch-up comes last, so that a long one does not hold up the
+	// abandoned uploads and deletes below.
+	defer l.catchUpEpochs(ctx)
 	if n, err := l.store.PruneLeases(ctx, l.leaseAge); err != nil {
 		l.log.Warn("could not prune expired leases", "err", err)
 	} else if n > 0 {
