@@ -180,7 +180,10 @@ func (r *Registry) apply(ctx context.Context, p probe) (bool, error) {
 		if disk != sameDisk {
 			n.DiskID = p.diskID
 		}
-		if tr != unchanged || disk == newDisk {
+		if disk == newDisk {
+			return writeLostDisk, nil
+		}
+		if tr != unchanged {
 			return writeRebalance, nil
 		}
 		return write, nil

@@ -147,8 +147,20 @@ func TestAReplacedDiskReachingTheThresholdIsReportedWithItsRecovery(t *testing.T
 	h.sweep(t)
 	require.Equal(t, []string{"DISK_REPLACED node-1 @1", "RECOVERED node-1 @1"}, h.events.takeEpochs(),
 		"one change, one epoch, both facts")
-	require.Equal(t, []string{"bump 1", "update node-1 HEALTHY"}, h.store.takeOps())
+	require.Equal(t, []string{"bump 1", "lost node-1", "update node-1 HEALTHY"}, h.store.takeOps(),
+		"the epoch first, then the lost copies, then the new identity")
 	require.True(t, h.reg.Ring().Has("node-1"))
+}
+
+// A replaced disk's copies are marked lost before the node's new identity
+// is written, on the registration path as on the probe path: a crash after
+// the identity was written would otherwise leave nothing that says so.
+func TestAReplacedDiskMarksItsCopiesLostBeforeTheNewIdentity(t *testing.T) {
+	h := newHarness(t, nil)
+	storedNode(t, h, meta.NodeHealthy, diskA)
+	_, err := h.reg.Register(context.Background(), Announcement{NodeID: "node-1", Host: "127.0.0.1", Port: 9001, DiskID: diskB})
+	require.NoError(t, err)
+	require.Equal(t, []string{"bump 1", "lost node-1", "update node-1 HEALTHY"}, h.store.takeOps())
 }
 
 // TestAProbeOlderThanARegistrationDoesNotUndoIt: the node answers a probe

@@ -109,6 +109,13 @@ func (s *memStore) BumpMembershipEpoch(context.Context) (int64, error) {
 	return s.epoch, nil
 }
 
+func (s *memStore) MarkNodeCopiesLost(_ context.Context, nodeID, _ string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ops = append(s.ops, "lost "+nodeID)
+	return nil, nil
+}
+
 // takeOps returns the bumps and node writes since the last call.
 func (s *memStore) takeOps() []string {
 	s.mu.Lock()

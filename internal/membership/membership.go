@@ -74,6 +74,7 @@ type Store interface {
 	ListNodes(ctx context.Context) ([]meta.Node, error)
 	UpdateNode(ctx context.Context, n *meta.Node) error
 	BumpMembershipEpoch(ctx context.Context) (int64, error)
+	MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error)
 }
 
 var _ Store = (meta.Store)(nil)
@@ -378,6 +379,7 @@ const (
 	keep           edit = iota // nothing to write
 	write                      // write the node; no rebalance follows
 	writeRebalance             // write a change a rebalance must follow
+	writeLostDisk              // writeRebalance for a replaced disk: its copies are gone
 )
 
 // update re-reads node id, lets change edit it and writes it back with
@@ -391,6 +393,7 @@ const (
 // change is not written and its error is returned. An attempt that loses a
 // race keeps the epoch it took for the next one, so one change bumps once.
 func (r *Registry) update(ctx context.Context, id string, change func(n *meta.Node) (edit, error)) (n meta.Node, written bool, epoch int64, err error) {
+	lost := false
 	for range maxAttempts {
 		n, err = r.store.GetNode(ctx, id)
 		if err != nil {
@@ -400,10 +403,21 @@ func (r *Registry) update(ctx context.Context, id string, change func(n *meta.No
 		if cerr != nil || e == keep {
 			return n, false, 0, cerr
 		}
-		if e == writeRebalance && epoch == 0 {
+		if (e == writeRebalance || e == writeLostDisk) && epoch == 0 {
 			if epoch, err = r.store.BumpMembershipEpoch(ctx); err != nil {
 				return meta.Node{}, false, 0, err
 			}
+		}
+		if e == writeLostDisk && !lost {
+			// Before the new identity is written: once it is, nothing would
+			// tell this disk apart again, so a crash in between must leave
+			// the copies already marked. The files become DEGRADED, which
+			// the repair loop retries whatever happens to the rebalance.
+			reason := fmt.Sprintf("copy on %s lost: the node came back with another disk", n.ID)
+			if _, err = r.store.MarkNodeCopiesLost(ctx, n.ID, reason); err != nil {
+				return meta.Node{}, false, 0, err
+			}
+			lost = true
 		}
 		err = r.store.UpdateNode(ctx, &n)
 		if err == nil {

@@ -148,7 +148,7 @@ func (r *Registry) reannounce(ctx context.Context, n meta.Node, a Announcement) 
 		switch disk {
 		case newDisk:
 			n.DiskID = a.DiskID
-			return writeRebalance, nil
+			return writeLostDisk, nil
 		case firstDisk:
 			n.DiskID = a.DiskID
 			return write, nil

@@ -214,6 +214,13 @@ type Store interface {
 	// Membership)), so it never goes down and never passes Membership. A
 	// negative epoch is errs.Invalid.
 	CompleteRebalance(ctx context.Context, epoch int64) error
+	// MarkNodeCopiesLost records, in one transaction, that every ACTIVE copy
+	// on nodeID is gone (its disk was replaced): those copies become FAILED,
+	// and their files DEGRADED with reason, or stay REBALANCING or FAILED;
+	// each file's version moves, so a writer holding an older record
+	// re-reads. PENDING and DELETED files are left to their upload and their
+	// delete. It returns the IDs of the files changed, in ID order.
+	MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error)
 }
 
 // ActiveCopies counts the ACTIVE copies of a file.

@@ -345,3 +345,13 @@ func (s *CachedStore) Epochs(ctx context.Context) (meta.Epochs, error) {
 func (s *CachedStore) CompleteRebalance(ctx context.Context, epoch int64) error {
 	return s.store.CompleteRebalance(ctx, epoch)
 }
+
+// MarkNodeCopiesLost changes many file records at once, then drops each of
+// them from the cache.
+func (s *CachedStore) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
+	ids, err := s.store.MarkNodeCopiesLost(ctx, nodeID, reason)
+	for _, id := range ids {
+		s.invalidate(ctx, id)
+	}
+	return ids, err
+}

@@ -151,6 +151,23 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	return s.Store.DeleteFile(ctx, id)
 }
 
+// MarkNodeCopiesLost implements meta.Store. It changes records it cannot
+// name in advance, so every record held is dropped, before and after, the
+// way invalidate drops one.
+func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
+	s.invalidateAll()
+	defer s.invalidateAll()
+	return s.Store.MarkNodeCopiesLost(ctx, nodeID, reason)
+}
+
+func (s *Store) invalidateAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	s.entries = map[string]*list.Element{}
+	s.lru.Init()
+}
+
 // clone copies rec so that neither the caller nor the cache can change the
 // other's copy through the shared replica slice.
 func clone(rec meta.FileRecord) meta.FileRecord {

@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"PruneLeases", testPruneLeases},
 		{"EpochsBumpAndComplete", testEpochsBumpAndComplete},
 		{"EpochsConcurrentBumps", testEpochsConcurrentBumps},
+		{"MarkNodeCopiesLost", testMarkNodeCopiesLost},
 		{"TimestampsRoundTrip", testTimestampsRoundTrip},
 		{"CanceledContext", testCanceledContext},
 	}
@@ -1070,6 +1071,75 @@ func testLeaseValidation(t *testing.T, s meta.Store) {
 		_, err := s.AcquireLease(ctxT(t), tc.lease, tc.owner, tc.ttl)
 		requireKind(t, err, errs.Invalid)
 	}
+}
+
+// testMarkNodeCopiesLost is a replaced disk: the node's ACTIVE copies turn
+// FAILED, their files DEGRADED (REBALANCING and FAILED files keep their
+// status), every changed file's version moves, and PENDING and DELETED
+// files and other nodes' copies are left alone.
+func testMarkNodeCopiesLost(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "node-1", "node-2", "node-3")
+	all := map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive, "node-2": meta.ReplicaActive, "node-3": meta.ReplicaActive}
+	mk := func(st meta.FileStatus, replicas map[string]meta.ReplicaStatus) *meta.FileRecord {
+		rec := newFile(1, replicas)
+		rec.Status = st
+		if st == meta.FilePending {
+			rec.Checksum, rec.PrimaryNodeID = "", ""
+		}
+		return createFile(t, s, rec)
+	}
+	active := mk(meta.FileActive, all)
+	moving := mk(meta.FileRebalancing, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive, "node-2": meta.ReplicaPending})
+	degraded := mk(meta.FileDegraded, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive})
+	elsewhere := mk(meta.FileActive, map[string]meta.ReplicaStatus{"node-2": meta.ReplicaActive, "node-3": meta.ReplicaActive})
+	failedRow := mk(meta.FileDegraded, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaFailed, "node-2": meta.ReplicaActive})
+	pending := mk(meta.FilePending, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaPending})
+	deleted := mk(meta.FileDeleted, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive})
+
+	ids, err := s.MarkNodeCopiesLost(ctx, "node-1", "disk replaced")
+	require.NoError(t, err)
+	want := []string{active.ID, moving.ID, degraded.ID}
+	slices.Sort(want)
+	require.Equal(t, want, ids)
+
+	get := func(id string) meta.FileRecord {
+		rec, err := s.GetFile(ctx, id)
+		require.NoError(t, err)
+		return rec
+	}
+	for _, tc := range []struct {
+		rec    *meta.FileRecord
+		status meta.FileStatus
+		reason string
+	}{
+		{active, meta.FileDegraded, "disk replaced"},
+		{moving, meta.FileRebalancing, ""},
+		{degraded, meta.FileDegraded, "disk replaced"},
+	} {
+		got := get(tc.rec.ID)
+		require.Equal(t, tc.status, got.Status)
+		require.Equal(t, tc.reason, got.StatusReason)
+		require.Equal(t, tc.rec.Version+1, got.Version, "a writer holding the old record must re-read")
+		r, _ := got.Replica("node-1")
+		require.Equal(t, meta.ReplicaFailed, r.Status)
+		for _, c := range got.Replicas {
+			if c.NodeID != "node-1" {
+				old, _ := tc.rec.Replica(c.NodeID)
+				require.Equal(t, old.Status, c.Status, "other nodes' copies are untouched")
+			}
+		}
+	}
+	for _, rec := range []*meta.FileRecord{elsewhere, failedRow, pending, deleted} {
+		got := get(rec.ID)
+		require.Equal(t, rec.Version, got.Version, "file %s is not touched", rec.Status)
+		require.Equal(t, rec.Status, got.Status)
+	}
+	requireKind(t, s.UpdateFile(ctx, active), errs.Conflict)
+
+	ids, err = s.MarkNodeCopiesLost(ctx, "node-1", "again")
+	require.NoError(t, err)
+	require.Empty(t, ids, "nothing ACTIVE is left on the node")
 }
 
 func testEpochsBumpAndComplete(t *testing.T, s meta.Store) {

@@ -55,3 +55,46 @@ func (s *Store) CompleteRebalance(ctx context.Context, epoch int64) error {
 		return err
 	})
 }
+
+// MarkNodeCopiesLost marks the node's ACTIVE copies FAILED and their files
+// DEGRADED (see meta.Store), in one transaction.
+func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
+	ids := []string{}
+	err := s.tx(ctx, "mark copies on "+nodeID+" lost", func(ctx context.Context, tx pgx.Tx) error {
+		ids = ids[:0]
+		// The files' rows are locked first, in ID order, as UpdateFile locks
+		// a file before its copies: the two cannot deadlock.
+		rows, err := tx.Query(ctx, `SELECT f.id::text FROM files f JOIN file_replicas r ON r.file_id = f.id
+			WHERE r.node_id = $1 AND r.status = 'ACTIVE' AND f.status NOT IN ('PENDING', 'DELETED')
+			ORDER BY f.id FOR UPDATE OF f`, nodeID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE file_replicas SET status = 'FAILED', updated_at = $3, version = version + 1
+			WHERE node_id = $1 AND status = 'ACTIVE' AND file_id = ANY($2::uuid[])`, nodeID, ids, rules.Now()); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE files
+			SET status = CASE WHEN status = 'ACTIVE' THEN 'DEGRADED' ELSE status END,
+				status_reason = CASE WHEN status IN ('ACTIVE', 'DEGRADED') THEN $2 ELSE status_reason END,
+				updated_at = $3, version = version + 1
+			WHERE id = ANY($1::uuid[])`, ids, reason, rules.Now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}

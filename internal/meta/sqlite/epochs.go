@@ -60,3 +60,49 @@ func (s *Store) CompleteRebalance(ctx context.Context, epoch int64) error {
 		return err
 	})
 }
+
+// MarkNodeCopiesLost marks the node's ACTIVE copies FAILED and their files
+// DEGRADED (see meta.Store), in one write transaction.
+func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
+	ids := []string{}
+	err := s.writeTx(ctx, "mark copies on "+nodeID+" lost", func(ctx context.Context, tx *sql.Tx) error {
+		ids = ids[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT r.file_id FROM file_replicas r JOIN files f ON f.id = r.file_id
+			WHERE r.node_id = ? AND r.status = 'ACTIVE' AND f.status NOT IN ('PENDING', 'DELETED')
+			ORDER BY r.file_id`, nodeID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := micros(rules.Now())
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE file_replicas SET status = 'FAILED', updated_at = ?, version = version + 1
+				WHERE file_id = ? AND node_id = ?`, now, id, nodeID); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE files
+				SET status = CASE WHEN status = 'ACTIVE' THEN 'DEGRADED' ELSE status END,
+					status_reason = CASE WHEN status IN ('ACTIVE', 'DEGRADED') THEN ? ELSE status_reason END,
+					updated_at = ?, version = version + 1
+				WHERE id = ?`, reason, now, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
