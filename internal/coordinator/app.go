@@ -83,13 +83,19 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		}
 		locker = redisx.NewFallback(a.redis, base, lockOpts)
 		redisPing = a.redis.Ping
-		if cfg.CacheEnabled {
+		// With the embedded store and its in-memory cache, Redis caches no
+		// file record: the in-memory cache sees every write of this
+		// coordinator's own store, so it can never be stale, but what it
+		// would read from Redis could be (a predecessor killed between a
+		// write and its invalidation leaves the old record there for a TTL),
+		// and the in-memory cache keeps what it reads for good.
+		if cfg.CacheEnabled && !localCacheOn(cfg) {
 			a.store = redisx.NewCachedStore(base, a.redis, redisx.CacheOptions{
 				TTL: cfg.CacheMetadataTTL, OnHit: a.metrics.CacheHit, OnMiss: a.metrics.CacheMiss,
 			})
 		}
 	}
-	if cfg.DatabaseURL == "" && cfg.LocalCacheEntries > 0 {
+	if localCacheOn(cfg) {
 		// The embedded store is this process's alone, so every write of a
 		// file record passes the cache; with PostgreSQL another coordinator
 		// could write behind its back.
@@ -178,6 +184,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	})
 	return a, nil
 }
+
+// localCacheOn reports whether file records are cached in this process's
+// memory: with the embedded store only, which no other process writes.
+func localCacheOn(cfg Config) bool { return cfg.DatabaseURL == "" && cfg.LocalCacheEntries > 0 }
 
 // close releases what New opened, on a failed start.
 func (a *App) close() {

@@ -253,3 +253,20 @@ func TestSkippedMembershipRebalanceIsRetried(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	require.True(t, hasLog(h, "rebalance skipped"))
 }
+
+// With the embedded store and its in-memory cache, file records are not
+// read through Redis: the in-memory cache keeps what it reads until the
+// next write, and a Redis record may be one a killed predecessor left
+// stale.
+func TestEmbeddedStoreWithTheInMemoryCacheReadsNoRecordFromRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	h := newHarness(t, "sqlite", 3, map[string]string{"REDIS_URL": rs.URL(), "CACHE_METADATA_TTL": "1m"})
+	res := h.upload("f", payload(1000, 1))
+	for range 3 {
+		require.Equal(t, http.StatusOK, h.get("/api/files/"+res.FileID+"/metadata").StatusCode)
+	}
+	m := string(h.get("/metrics").body)
+	require.Contains(t, m, "dfs_cache_hits_total 0")
+	require.Contains(t, m, "dfs_cache_misses_total 0", "Redis was never asked for a record")
+	require.NotContains(t, m, "dfs_local_cache_hits_total 0", "the in-memory cache answered")
+}
