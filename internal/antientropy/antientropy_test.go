@@ -196,28 +196,23 @@ func newFixture(t testing.TB, o Options, all ...string) *fixture {
 // fileWithID stores a file under id where the ring wants it.
 func (f *fixture) fileWithID(id string, data []byte) meta.FileRecord {
 	f.t.Helper()
-	sum := sha256.Sum256(data)
-	on := f.rg.Preference(id, 3)
-	rec := meta.FileRecord{File: meta.File{ID: id, Name: "f", ContentType: "application/octet-stream",
-		SizeBytes: int64(len(data)), Checksum: hex.EncodeToString(sum[:]), Status: meta.FileActive,
-		PrimaryNodeID: on[0], ReplicationFactor: 3, RingPosition: ring.Position(id)}}
-	for _, n := range on {
-		f.put(n, rec, data)
-		rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaActive})
-	}
-	require.NoError(f.t, f.store.CreateFile(context.Background(), &rec))
-	return rec
+	return f.storeFile(id, data, f.rg.Preference(id, 3))
 }
 
 // file stores a file with bytes and ACTIVE rows on the given nodes (its
 // preference list when none are given), the first its primary.
 func (f *fixture) file(data []byte, on ...string) meta.FileRecord {
 	f.t.Helper()
-	sum := sha256.Sum256(data)
 	id := uuid.NewString()
 	if len(on) == 0 {
 		on = f.rg.Preference(id, 3)
 	}
+	return f.storeFile(id, data, on)
+}
+
+func (f *fixture) storeFile(id string, data []byte, on []string) meta.FileRecord {
+	f.t.Helper()
+	sum := sha256.Sum256(data)
 	rec := meta.FileRecord{File: meta.File{ID: id, Name: "f", ContentType: "application/octet-stream",
 		SizeBytes: int64(len(data)), Checksum: hex.EncodeToString(sum[:]), Status: meta.FileActive,
 		PrimaryNodeID: on[0], ReplicationFactor: 3, RingPosition: ring.Position(id)}}
