@@ -336,7 +336,7 @@ func newReport() Report { return Report{Found: map[Kind]int{}, Fixed: map[Kind]i
 // Pass runs one pass from the stored cursor to the end of the id space,
 // under the sweep's lease. It returns early, with the cursor kept, when ctx
 // ends or a page cannot be read.
-func (s *Sweeper) Pass(ctx context.Context) (Report, error) {
+func (s *Sweeper) Pass(ctx context.Context) (rep Report, err error) {
 	if s.o.Lock != nil {
 		work, release, ok := s.o.Lock(ctx, "anti-entropy", max(s.o.Interval, time.Minute))
 		if !ok {
@@ -346,7 +346,7 @@ func (s *Sweeper) Pass(ctx context.Context) (Report, error) {
 		ctx = work
 	}
 	start := s.o.Now()
-	rep := newReport()
+	rep = newReport()
 	defer func() { rep.DurationMs = s.o.Now().Sub(start).Milliseconds() }()
 	if s.o.Cluster.Ring().Len() == 0 {
 		// Skipped, so that Run waits before it looks again.
