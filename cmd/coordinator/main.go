@@ -14,12 +14,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/dfs-project/dfs/internal/coordinator"
+	"github.com/dfs-project/dfs/internal/daemonargs"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/logging"
 	"github.com/dfs-project/dfs/internal/redisx"
 )
 
+const help = `Configuration is by environment variables only, for example:
+  SERVER_PORT      HTTP port (8080)
+  DATA_DIRECTORY   the embedded metadata store and the upload spool (./data/coordinator);
+                   locked while the coordinator runs
+  DATABASE_URL     a postgres:// URL (unset: the embedded SQLite store)
+  REDIS_URL        a redis:// URL (unset: no Redis)
+  CLUSTER_TOKEN    bearer token for node <-> coordinator calls
+See the configuration tables in README.md for all of them.
+`
+
 func main() {
+	// Before anything else: asking for help must not open the store.
+	if code, done := daemonargs.Handle("coordinator", "the dfs coordinator (REST API, ring, metadata, repair)", help,
+		os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	cfg, err := coordinator.LoadConfig(&envconf.Loader{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "coordinator: bad configuration:\n%v\n", err)

@@ -14,12 +14,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/dfs-project/dfs/internal/daemonargs"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/logging"
 	"github.com/dfs-project/dfs/internal/storagenode"
 )
 
+const help = `Configuration is by environment variables only, for example:
+  SERVER_PORT              HTTP port (9001)
+  STORAGE_NODE_ID          the node's id on the ring (node-1)
+  STORAGE_DATA_DIRECTORY   where blobs live (./data/<node id>); locked while the node runs
+  COORDINATOR_URL          where to register (unset: no registration)
+  CLUSTER_TOKEN            required on every /internal call when set
+See the configuration tables in README.md for all of them.
+`
+
 func main() {
+	// Before anything else: asking for help must not touch the data directory.
+	if code, done := daemonargs.Handle("storage-node", "one dfs storage node (a blob store on local disk behind HTTP)", help,
+		os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "storage-node:", err)
 		os.Exit(1)
