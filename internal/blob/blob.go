@@ -104,6 +104,10 @@ type Options struct {
 	// mode's own fsyncs, so that it neither waits for everyone else's dirty
 	// data nor makes them wait for its own. <= 0 means DefaultBatchSyncMax.
 	BatchSyncMax int64
+	// Owner names the kind of process opening a Disk ("storage node"), for
+	// the message a second process opening the same directory gets while
+	// this one holds it. "" means "process". Memory ignores it.
+	Owner string
 }
 
 // DefaultBatchSyncMax is Options.BatchSyncMax when none is given.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -92,7 +93,9 @@ type Disk struct {
 	// replaced it. In batch mode it is also the file the syncs go through,
 	// open before the first write, so that they report every write-back
 	// error since.
-	rootDir  *os.File
+	rootDir *os.File
+	// lock keeps a second process off the directory while this one runs.
+	lock     *dirlock.Lock
 	rootInfo fs.FileInfo
 	acct     accounting
 	locks    idLocks
@@ -124,8 +127,10 @@ type Recovery struct {
 // errSimulatedCrash is returned at a crashAt step.
 var errSimulatedCrash = errors.New("simulated crash")
 
-// OpenDisk opens (creating it if needed) a store rooted at dir. It reads the
-// directory's identity, recording one at the first open (a malformed one is
+// OpenDisk opens (creating it if needed) a store rooted at dir. It locks the
+// directory first (a directory another process holds is errs.Conflict, and
+// nothing in it has been read or removed then), reads the directory's
+// identity, recording one at the first open (a malformed one is
 // errs.Invalid), and walks the tree once to count the blobs and to delete
 // what interrupted writes and removals left behind.
 func OpenDisk(dir string, opts Options) (*Disk, error) {
@@ -155,8 +160,13 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return nil, fsError(err, "blob store: create data directory %s", root)
 	}
+	lock, err := dirlock.Acquire(root, opts.Owner)
+	if err != nil {
+		return nil, err
+	}
 	rootDir, err := os.Open(root)
 	if err != nil {
+		lock.Close()
 		return nil, fsError(err, "blob store: data directory %s", root)
 	}
 	fi, err := rootDir.Stat()
@@ -165,22 +175,23 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 	}
 	if err != nil {
 		rootDir.Close()
+		lock.Close()
 		return nil, fsError(err, "blob store: data directory %s", root)
 	}
 	batchMax := opts.BatchSyncMax
 	if batchMax <= 0 {
 		batchMax = DefaultBatchSyncMax
 	}
-	d := &Disk{root: root, rootDir: rootDir, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}, mode: mode, batchMax: batchMax}
+	d := &Disk{root: root, rootDir: rootDir, lock: lock, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}, mode: mode, batchMax: batchMax}
 	if mode == SyncBatch {
 		d.syncer = newSyncGroup(func() error { return syncFS(rootDir) })
 	}
 	if d.identity, err = loadIdentity(root); err != nil {
-		rootDir.Close()
+		d.Close()
 		return nil, err
 	}
 	if err := d.recoverTree(); err != nil {
-		rootDir.Close()
+		d.Close()
 		return nil, err
 	}
 	d.acct.blobs, d.acct.used = d.recovery.Blobs, d.recovery.Bytes
@@ -898,7 +909,7 @@ func (d *Disk) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	return d.rootDir.Close()
+	return errors.Join(d.rootDir.Close(), d.lock.Close())
 }
 
 // recoverTree counts the blobs and deletes crash leftovers (see Disk).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -42,6 +43,14 @@ func openDiskOpts(t *testing.T, dir string, o Options) *Disk {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
+}
+
+// crash ends d as the death of its process would before the directory is
+// opened again: every file stays as it is, and the directory's lock, which
+// the kernel would release, is released.
+func crash(t *testing.T, d *Disk) {
+	t.Helper()
+	require.NoError(t, d.Close())
 }
 
 // syncModes are the modes this system can run, each to be tested.
@@ -77,7 +86,7 @@ func tree(t *testing.T, dir string) []string {
 		if err != nil {
 			return err
 		}
-		if rel, _ := filepath.Rel(dir, p); !e.IsDir() && rel != identityName {
+		if rel, _ := filepath.Rel(dir, p); !e.IsDir() && rel != identityName && rel != dirlock.Name {
 			files = append(files, filepath.ToSlash(rel))
 		}
 		return nil
@@ -93,6 +102,7 @@ func TestLayout(t *testing.T) {
 	receive(t, d, testID, data)
 	require.Equal(t, []string{"01/23/" + testID, "01/23/" + testID + ".sha256"}, tree(t, dir))
 	require.FileExists(t, filepath.Join(dir, "disk-id"))
+	require.FileExists(t, filepath.Join(dir, dirlock.Name))
 	side, err := os.ReadFile(filepath.Join(dir, "01", "23", testID+".sha256"))
 	require.NoError(t, err)
 	require.Equal(t, sum(data)+"\n", string(side))
@@ -221,6 +231,7 @@ func TestCrashWindows(t *testing.T) {
 			}
 			requireState(d)
 
+			crash(t, d)
 			d2 := openDiskOpts(t, dir, opts)
 			rec := d2.Recovery()
 			if tc.temps {
@@ -334,6 +345,7 @@ func TestBatchCrashStates(t *testing.T) {
 			require.ErrorIs(t, err, errSimulatedCrash)
 			tc.keep(t, dir)
 
+			crash(t, d)
 			d2 := openDiskMode(t, dir, SyncBatch)
 			files := tree(t, dir)
 			info, err := d2.Stat(ctx, testID)
@@ -350,6 +362,32 @@ func TestBatchCrashStates(t *testing.T) {
 			require.Len(t, files, 2)
 		})
 	}
+}
+
+func TestSecondOpenOfAHeldDirectoryTouchesNothing(t *testing.T) {
+	if !dirlock.Supported {
+		t.Skip("no directory lock on this system")
+	}
+	dir := t.TempDir()
+	first := openDisk(t, dir)
+	receive(t, first, testID, []byte("kept"))
+	leftovers := []string{filepath.Join(dir, "01", "23", ".tmp-"+testID+"-1"), filepath.Join(dir, ".tmp-disk-id-1")}
+	for _, p := range leftovers {
+		require.NoError(t, os.WriteFile(p, []byte("the first store's business"), 0o640))
+	}
+
+	second, err := OpenDisk(dir, Options{Owner: "storage node"})
+	require.Nil(t, second)
+	require.Equal(t, errs.Conflict, errs.KindOf(err), "%v", err)
+	require.ErrorIs(t, err, dirlock.ErrHeld)
+	require.ErrorContains(t, err, "data directory "+dir+" is in use: another storage node")
+	for _, p := range leftovers {
+		require.FileExists(t, p, "the refused open cleaned nothing")
+	}
+
+	crash(t, first)
+	again := openDisk(t, dir)
+	require.Equal(t, 1, again.Recovery().TempFilesRemoved, "once the holder is gone the next open cleans up")
 }
 
 func TestOpenRecountsAndCleans(t *testing.T) {
@@ -376,6 +414,7 @@ func TestOpenRecountsAndCleans(t *testing.T) {
 	write("ab/cd/zzzz", "a valid id in the wrong shard")                     // not ours
 	write("ab/cd/zzzz.sha256", sum([]byte("a valid id in the wrong shard"))) // not ours
 
+	crash(t, d)
 	d2 := openDisk(t, dir)
 	require.Equal(t, Recovery{Blobs: 4, Bytes: total, TempFilesRemoved: 2, OrphansRemoved: 2}, d2.Recovery())
 	u, err := d2.Usage(context.Background())

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -98,6 +99,9 @@ func TestInterruptedIdentityWriteIsCleanedUp(t *testing.T) {
 	require.NoFileExists(t, left)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.Equal(t, "disk-id", entries[0].Name())
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{dirlock.Name, "disk-id"}, names)
 }

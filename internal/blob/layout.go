@@ -12,6 +12,7 @@ import (
 //	<root>/ab/cd/.tmp-<id>-*   a write in progress (removed by Open if a crash left it)
 //	<root>/disk-id             the directory's identity: a UUID and a newline (identity.go)
 //	<root>/.tmp-disk-id-*      an identity being recorded (removed by Open)
+//	<root>/.lock               held by the process that has the store open (dirlock)
 //
 // Two levels of fan-out (256 directories each for hex ids such as UUIDs) keep
 // directories small at millions of blobs.

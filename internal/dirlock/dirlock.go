@@ -21,8 +21,15 @@ import (
 // Name is the lock file's name inside the directory it guards.
 const Name = ".lock"
 
-// ErrHeld is wrapped by Acquire's error when another holder has the lock.
+// ErrHeld matches (errors.Is) Acquire's error when another holder has the
+// lock.
 var ErrHeld = errors.New("directory is locked")
+
+// heldError is that error, with a message of its own.
+type heldError struct{ msg string }
+
+func (e *heldError) Error() string        { return e.msg }
+func (e *heldError) Is(target error) bool { return target == ErrHeld }
 
 // Lock is a held lock; Close releases it.
 type Lock struct {
@@ -30,11 +37,14 @@ type Lock struct {
 }
 
 // Acquire creates dir if it is missing and locks it without waiting. owner
-// names the kind of process taking it ("coordinator", "storage node"), for
-// the message a second one gets: another process holding the lock is
-// assumed to be of the same kind, the only kind that takes it on that
-// directory.
+// names the kind of process taking it ("coordinator", "storage node"; ""
+// means "process"), for the message a second one gets: another process
+// holding the lock is taken to be of the same kind, the only kind that
+// locks that directory.
 func Acquire(dir, owner string) (*Lock, error) {
+	if owner == "" {
+		owner = "process"
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, errs.Wrap(errs.Other, err, "create data directory %s", dir)
 	}
@@ -46,8 +56,9 @@ func Acquire(dir, owner string) (*Lock, error) {
 	if err := lock(f); err != nil {
 		f.Close()
 		if errors.Is(err, errWouldBlock) {
-			return nil, errs.Wrap(errs.Conflict, ErrHeld, "data directory %s is in use: another %s%s holds its lock %s; stop it or give this one another directory",
-				dir, owner, holder(path), path)
+			return nil, errs.Wrap(errs.Conflict, &heldError{fmt.Sprintf(
+				"data directory %s is in use: another %s%s holds its lock %s; stop it or give this one another directory",
+				dir, owner, holder(path), path)}, "")
 		}
 		return nil, errs.Wrap(errs.Other, err, "lock %s", path)
 	}

@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// Supported reports whether Acquire takes a lock on this system.
+const Supported = true
+
 var errWouldBlock = syscall.EWOULDBLOCK
 
 func lock(f *os.File) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
@@ -40,7 +41,7 @@ func requireKind(t *testing.T, want errs.Kind, err error) {
 }
 
 // filesUnder lists the files in a node's data directory but its identity
-// (disk-id), which is there from the first start.
+// (disk-id) and its lock, which are there from the first start.
 func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
@@ -48,7 +49,7 @@ func filesUnder(t *testing.T, dir string) []string {
 		if err != nil {
 			return err
 		}
-		if rel := strings.TrimPrefix(p, dir+"/"); !e.IsDir() && rel != "disk-id" {
+		if rel := strings.TrimPrefix(p, dir+"/"); !e.IsDir() && rel != "disk-id" && rel != dirlock.Name {
 			files = append(files, rel)
 		}
 		return nil

@@ -45,7 +45,9 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 	if err := cfg.Validate(); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "storage node config")
 	}
-	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax})
+	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{
+		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
+	})
 	if err != nil {
 		return nil, err
 	}
