@@ -21,6 +21,7 @@ import (
 	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/api"
 	"github.com/dfs-project/dfs/internal/debugserver"
+	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/membership"
@@ -39,6 +40,7 @@ import (
 type App struct {
 	cfg        Config
 	log        *slog.Logger
+	dirLock    *dirlock.Lock // DATA_DIRECTORY's, held for the App's life
 	store      meta.Store
 	members    *membership.Registry
 	rebalancer *rebalance.Rebalancer
@@ -55,14 +57,22 @@ type App struct {
 	pending atomic.Int64
 }
 
-// New builds a coordinator from cfg. It opens (and migrates) the metadata
-// store and rebuilds the ring from it, so a restart moves no data.
+// New builds a coordinator from cfg. It locks the data directory, opens (and
+// migrates) the metadata store and rebuilds the ring from it, so a restart
+// moves no data.
 func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Registry) (*App, error) {
+	// First of all: the embedded store and the upload spool, which New
+	// empties, are this process's alone, with PostgreSQL too.
+	dirLock, err := dirlock.Acquire(cfg.DataDir, "coordinator")
+	if err != nil {
+		return nil, err
+	}
 	base, err := metastore.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
 	if err != nil {
+		dirLock.Close()
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, store: base, events: make(chan membership.Event, 1024)}
+	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024)}
 	a.content = contentcache.New(cfg.ContentCacheSize, cfg.ContentCacheMaxFile)
 	a.metrics = metrics.NewCoordinator(reg, metrics.Options{
 		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
@@ -78,7 +88,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	if cfg.RedisURL != "" {
 		a.redis, err = redisx.Open(ctx, cfg.RedisURL, redisx.Options{Logger: log, OnError: a.metrics.RedisError})
 		if err != nil {
-			base.Close()
+			a.close()
 			return nil, err
 		}
 		locker = redisx.NewFallback(a.redis, base, lockOpts)
@@ -194,7 +204,12 @@ func (a *App) close() {
 	if a.redis != nil {
 		a.redis.Close()
 	}
-	a.store.Close()
+	a.closeStore()
+}
+
+// closeStore closes the metadata store, then gives up the data directory.
+func (a *App) closeStore() error {
+	return errors.Join(a.store.Close(), a.dirLock.Close())
 }
 
 // detectorTTL is the life of the detector's lease: a round and a probe, so
@@ -406,7 +421,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if a.cfg.PprofAddr != "" {
 		if _, err := debugserver.Start(bg, a.cfg.PprofAddr, a.log); err != nil {
 			stopBG()
-			return errors.Join(err, ln.Close(), a.store.Close())
+			return errors.Join(err, ln.Close(), a.closeStore())
 		}
 	}
 	var wg sync.WaitGroup
@@ -449,7 +464,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			err = errors.Join(err, cerr)
 		}
 	}
-	if cerr := a.store.Close(); cerr != nil {
+	if cerr := a.closeStore(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
