@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dfs-project/dfs/internal/buildinfo"
 )
 
 // Exit codes: a probe's caller only distinguishes zero from non-zero, but a
@@ -75,7 +77,13 @@ type options struct {
 // so that tests can drive it.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	opts, err := parseArgs(args, lookup, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// Asked for, help is the answer, not a complaint: stdout.
+		usage(stdout)
+		return exitOK
+	case errors.Is(err, errVersion):
+		fmt.Fprintln(stdout, "healthprobe", buildinfo.Version())
 		return exitOK
 	}
 	if err != nil {
@@ -115,24 +123,50 @@ func attempt(ctx context.Context, opts options, stdout io.Writer) int {
 	}
 }
 
-// parseArgs reads the flags and expands the URL.
+// errVersion is parseArgs's answer to -version.
+var errVersion = errors.New("version requested")
+
+// usage writes the usage text and the flags to w.
+func usage(w io.Writer) {
+	io.WriteString(w, usageText)
+	fs := flag.NewFlagSet("healthprobe", flag.ContinueOnError)
+	fs.SetOutput(w)
+	defineFlags(fs, &options{})
+	fs.PrintDefaults()
+}
+
+// defineFlags defines the flags on fs, into opts but for the two that need
+// a second look.
+func defineFlags(fs *flag.FlagSet, opts *options) (accept *string, version *bool) {
+	fs.StringVar(&opts.method, "method", http.MethodGet, "HTTP method")
+	fs.DurationVar(&opts.timeout, "timeout", 5*time.Second, "time limit of one attempt")
+	accept = fs.String("accept", "200", "comma-separated statuses that count as success")
+	fs.DurationVar(&opts.retryFor, "retry-for", 0, "retry a failed attempt every second for this long (0: one attempt)")
+	version = fs.Bool("version", false, "print the version and exit")
+	return accept, version
+}
+
+// parseArgs reads the flags and expands the URL. A request for help is
+// flag.ErrHelp and one for the version errVersion, both with nothing
+// printed.
 func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (options, error) {
 	opts := options{pause: retryPause}
 	fs := flag.NewFlagSet("healthprobe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		io.WriteString(stderr, usageText)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&opts.method, "method", http.MethodGet, "HTTP method")
-	fs.DurationVar(&opts.timeout, "timeout", 5*time.Second, "time limit of one attempt")
-	accept := fs.String("accept", "200", "comma-separated statuses that count as success")
-	fs.DurationVar(&opts.retryFor, "retry-for", 0, "retry a failed attempt every second for this long (0: one attempt)")
+	// The usage is printed below, to stdout when it was asked for.
+	fs.Usage = func() {}
+	accept, version := defineFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			usage(stderr)
+		}
 		return opts, err
 	}
+	if *version {
+		return opts, errVersion
+	}
 	if fs.NArg() != 1 {
-		fs.Usage()
+		usage(stderr)
 		return opts, fmt.Errorf("want exactly one URL, got %d arguments", fs.NArg())
 	}
 	if opts.timeout <= 0 {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/buildinfo"
 )
 
 // server answers /ok with 200, /down with 503, /conflict with 409,
@@ -68,7 +70,7 @@ func TestRun(t *testing.T) {
 		{name: "two URLs", args: []string{srv.URL, srv.URL}, code: exitUsage, stderr: "got 2 arguments", noStdio: true},
 		{name: "bad -accept", args: []string{"-accept", "200,ok", srv.URL}, code: exitUsage, stderr: `"ok" is not an HTTP status`, noStdio: true},
 		{name: "bad -timeout", args: []string{"-timeout", "0s", srv.URL}, code: exitUsage, stderr: "-timeout 0s: must be positive", noStdio: true},
-		{name: "-h", args: []string{"-h"}, code: exitOK, stderr: "usage: healthprobe", noStdio: true},
+		{name: "unknown flag", args: []string{"-port", "9"}, code: exitUsage, stderr: "flag provided but not defined: -port\nusage: healthprobe", noStdio: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +90,34 @@ func TestRun(t *testing.T) {
 				require.Contains(t, stderr.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+// TestHelpAndVersion: asked for, help and the version are printed on stdout,
+// and nothing is probed.
+func TestHelpAndVersion(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-h"}, "usage: healthprobe"},
+		{[]string{"-help"}, "usage: healthprobe"},
+		{[]string{"--help"}, "usage: healthprobe"},
+		{[]string{"-h", "http://127.0.0.1:1/never"}, "usage: healthprobe"},
+		{[]string{"-version"}, "healthprobe " + buildinfo.Version() + "\n"},
+		{[]string{"--version"}, "healthprobe " + buildinfo.Version() + "\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, exitOK, run(context.Background(), tc.args, noEnv, &stdout, &stderr), "%q", tc.args)
+		require.Empty(t, stderr.String(), "%q", tc.args)
+		if strings.HasSuffix(tc.want, "\n") {
+			require.Equal(t, tc.want, stdout.String(), "%q", tc.args)
+		} else {
+			require.Contains(t, stdout.String(), tc.want, "%q", tc.args)
+			require.Contains(t, stdout.String(), "-retry-for", "%q: the flags are listed", tc.args)
+			require.NotContains(t, stdout.String(), "/never", "%q: nothing was probed", tc.args)
+		}
 	}
 }
 
