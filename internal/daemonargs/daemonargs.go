@@ -43,6 +43,7 @@ func Handle(name, about, help string, args []string, stdout, stderr io.Writer) (
 	return ExitUsage, true
 }
 
+// isRequest reports whether arg asks for help or the version.
 func isRequest(arg string) bool {
 	switch arg {
 	case "-h", "-help", "--help", "-version", "--version":
