@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -525,64 +524,93 @@ func requireAPIError(t *testing.T, err error, status int, code string, msgAndArg
 	require.Equal(t, code, ae.Code, "%v", err)
 }
 
-// extraNode is a storage node outside the local cluster, for settings the
-// cluster gives all of its nodes alike (such as a capacity limit on one).
-type extraNode struct {
-	name, url, dir string
+// extraProcess is a daemon a test starts from the built binaries outside the
+// local cluster, on a port of its own.
+type extraProcess struct {
+	name, url, log string
 	cmd            *exec.Cmd
 	done           chan struct{}
 }
 
-// startExtraNode starts another storage node that registers with the
-// cluster's coordinator, with env on top of the cluster's node defaults.
-func (c *cluster) startExtraNode(name string, env ...string) *extraNode {
+// startExtraProcess starts binary as name with env (given its port) and
+// stops it when the test ends, showing its log when the test failed; it
+// waits until the process answers ready.
+func (c *cluster) startExtraProcess(name, binary string, env func(port string) []string) *extraProcess {
 	c.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts("127.0.0.1", 1)
 	require.NoError(c.t, err)
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	require.NoError(c.t, l.Close())
-	n := &extraNode{name: name, url: "http://127.0.0.1:" + port, dir: filepath.Join(c.t.TempDir(), name), done: make(chan struct{})}
-	logf, err := os.Create(filepath.Join(c.t.TempDir(), name+".log"))
+	port := strconv.Itoa(ports[0])
+	p := &extraProcess{name: name, url: "http://127.0.0.1:" + port, log: filepath.Join(c.t.TempDir(), name+".log"), done: make(chan struct{})}
+	logf, err := os.Create(p.log)
 	require.NoError(c.t, err)
-	n.cmd = exec.Command(filepath.Join(binDir, localcluster.StorageNodeBinary))
-	n.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, nodeDefaults...)
-	n.cmd.Env = append(n.cmd.Env, env...)
-	n.cmd.Env = append(n.cmd.Env,
-		"SERVER_HOST=127.0.0.1", "SERVER_PORT="+port, "STORAGE_NODE_ID="+name, "STORAGE_DATA_DIRECTORY="+n.dir,
-		"STORAGE_ADVERTISED_HOST=127.0.0.1", "STORAGE_ADVERTISED_PORT="+port,
-		"COORDINATOR_URL="+c.lc.CoordinatorURL(), "CLUSTER_TOKEN="+c.token)
-	n.cmd.Stdout, n.cmd.Stderr = logf, logf
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(c.t, n.cmd.Start())
-	go func() { _ = n.cmd.Wait(); logf.Close(); close(n.done) }()
+	p.cmd = exec.Command(filepath.Join(binDir, binary))
+	// The address comes last, so that no setting in env can move it.
+	p.cmd.Env = slices.Concat([]string{"PATH=" + os.Getenv("PATH")}, env(port), []string{"SERVER_HOST=127.0.0.1", "SERVER_PORT=" + port})
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(c.t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
 	c.t.Cleanup(func() {
-		_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		// A paused process would sit on SIGTERM until it is continued.
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-n.done:
+		case <-p.done:
 		case <-time.After(5 * time.Second):
-			_ = n.cmd.Process.Kill()
-			<-n.done
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 		if c.t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			c.t.Logf("log of %s:\n%s", name, b)
+			b, _ := os.ReadFile(p.log)
+			lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), func(l string) bool {
+				return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`)
+			})
+			c.t.Logf("last lines of %s (without access lines):\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
 		}
 	})
-	c.extras[name] = n
 	eventually(c.t, settleTimeout, name+" ready", func() (bool, string) {
 		select {
-		case <-n.done:
-			b, _ := os.ReadFile(logf.Name())
+		case <-p.done:
+			b, _ := os.ReadFile(p.log)
 			c.t.Fatalf("%s exited at start:\n%s", name, b)
 		default:
 		}
-		resp, err := c.http.Get(n.url + wire.PathReady)
+		resp, err := c.http.Get(p.url + wire.PathReady)
 		if err != nil {
 			return false, err.Error()
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
+	return p
+}
+
+// signal sends sig to the process's group.
+func (p *extraProcess) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, syscall.Kill(-p.cmd.Process.Pid, sig))
+}
+
+// extraNode is a storage node outside the local cluster, for settings the
+// cluster gives all of its nodes alike (such as a capacity limit on one).
+type extraNode struct {
+	*extraProcess
+	dir string
+}
+
+// startExtraNode starts another storage node that registers with the
+// cluster's coordinator, with env on top of the cluster's node defaults.
+func (c *cluster) startExtraNode(name string, env ...string) *extraNode {
+	c.t.Helper()
+	dir := filepath.Join(c.t.TempDir(), name)
+	p := c.startExtraProcess(name, localcluster.StorageNodeBinary, func(port string) []string {
+		return slices.Concat(nodeDefaults, env, []string{
+			"STORAGE_NODE_ID=" + name, "STORAGE_DATA_DIRECTORY=" + dir,
+			"STORAGE_ADVERTISED_HOST=127.0.0.1", "STORAGE_ADVERTISED_PORT=" + port,
+			"COORDINATOR_URL=" + c.lc.CoordinatorURL(), "CLUSTER_TOKEN=" + c.token})
+	})
+	n := &extraNode{extraProcess: p, dir: dir}
+	c.extras[name] = n
 	return n
 }
 

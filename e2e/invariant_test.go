@@ -6,17 +6,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -24,7 +19,6 @@ import (
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/clustercheck"
 	"github.com/dfs-project/dfs/internal/localcluster"
-	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // invariantQuiet bounds how long a cluster may take, after a fault has
@@ -282,10 +276,8 @@ func (c *cluster) antiEntropyMetrics(base string) string {
 // metadata store (a PostgreSQL both share); no node registers with it, it
 // learns them from the store.
 type extraCoordinator struct {
-	name, url, log string
-	cmd            *exec.Cmd
-	done           chan struct{}
-	api            *client.Client
+	*extraProcess
+	api *client.Client
 }
 
 // startExtraCoordinator starts another coordinator from the built binary on
@@ -293,64 +285,15 @@ type extraCoordinator struct {
 // and waits until it is ready.
 func (c *cluster) startExtraCoordinator(name string, env ...string) *extraCoordinator {
 	c.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(c.t, err)
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	require.NoError(c.t, l.Close())
 	dir := filepath.Join(c.t.TempDir(), name)
-	x := &extraCoordinator{name: name, url: "http://127.0.0.1:" + port, log: filepath.Join(c.t.TempDir(), name+".log"), done: make(chan struct{})}
-	logf, err := os.Create(x.log)
-	require.NoError(c.t, err)
-	x.cmd = exec.Command(filepath.Join(binDir, localcluster.CoordinatorBinary))
-	x.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, coordinatorDefaults...)
-	x.cmd.Env = append(x.cmd.Env, env...)
-	x.cmd.Env = append(x.cmd.Env, "SERVER_HOST=127.0.0.1", "SERVER_PORT="+port, "DATA_DIRECTORY="+dir)
-	if c.token != "" {
-		x.cmd.Env = append(x.cmd.Env, "CLUSTER_TOKEN="+c.token)
-	}
-	x.cmd.Stdout, x.cmd.Stderr = logf, logf
-	x.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(c.t, x.cmd.Start())
-	go func() { _ = x.cmd.Wait(); logf.Close(); close(x.done) }()
-	c.t.Cleanup(func() {
-		// A paused process would sit on SIGTERM until it is continued.
-		_ = x.cmd.Process.Signal(syscall.SIGCONT)
-		_ = x.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-x.done:
-		case <-time.After(5 * time.Second):
-			_ = x.cmd.Process.Kill()
-			<-x.done
+	p := c.startExtraProcess(name, localcluster.CoordinatorBinary, func(string) []string {
+		out := slices.Concat(coordinatorDefaults, env, []string{"DATA_DIRECTORY=" + dir})
+		if c.token != "" {
+			out = append(out, "CLUSTER_TOKEN="+c.token)
 		}
-		if c.t.Failed() {
-			b, _ := os.ReadFile(x.log)
-			lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), func(l string) bool {
-				return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`)
-			})
-			c.t.Logf("last lines of %s (without access lines):\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
-		}
+		return out
 	})
-	x.api, err = client.New(x.url, client.Options{HTTPClient: c.http, Token: c.token})
+	api, err := client.New(p.url, client.Options{HTTPClient: c.http, Token: c.token})
 	require.NoError(c.t, err)
-	eventually(c.t, settleTimeout, name+" ready", func() (bool, string) {
-		select {
-		case <-x.done:
-			b, _ := os.ReadFile(x.log)
-			c.t.Fatalf("%s exited at start:\n%s", name, b)
-		default:
-		}
-		resp, err := c.http.Get(x.url + wire.PathReady)
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-	return x
-}
-
-// signal sends sig to the extra coordinator's process group.
-func (x *extraCoordinator) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	require.NoError(t, syscall.Kill(-x.cmd.Process.Pid, sig))
+	return &extraCoordinator{extraProcess: p, api: api}
 }
