@@ -15,11 +15,15 @@ TESTFLAGS ?=
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build coordinator, storage-node and dfs into ./bin
-	$(GO) build -o $(BIN)/ ./cmd/...
+build: ## build coordinator, storage-node and dfs into ./bin, naming each package it compiles
+	@echo "building coordinator, storage-node and dfs into $(BIN)/; a first build compiles a few hundred packages, one line each, and takes minutes"
+	$(GO) build -v -o $(BIN)/ ./cmd/...
 
-run: build ## start a local cluster (coordinator + 3 storage nodes, embedded metadata store, data under ./data); Ctrl-C stops all
-	$(BIN)/dfs cluster up
+# Flags for `dfs cluster up`, e.g. ARGS="-port 18080 -node-port 19001".
+ARGS ?=
+
+run: build ## start a local cluster (coordinator + 3 storage nodes, embedded metadata store, data under ./data; ARGS="-port 18080 -node-port 19001" for other ports); Ctrl-C stops all
+	$(BIN)/dfs cluster up -build=false $(ARGS)
 
 test: ## run every test (needs PostgreSQL and Redis; see README)
 	$(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./...

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -84,12 +87,121 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, u[1])
 	}
 	require.Contains(t, out, filepath.Join(data, "logs", "<name>.log"))
+	coord := regexp.MustCompile(`(?m)^  coordinator\s+(http://\S+)$`).FindStringSubmatch(out)
+	require.NotNil(t, coord, out)
+	// "Up" means ready to store a file: every node is already on the ring.
+	requireNodes(t, coord[1], map[string]string{"node-1": "HEALTHY on ring", "node-2": "HEALTHY on ring"})
+
+	// Other terminals act on the running cluster through -data.
+	code, status, _ := runDFS(t, "", "cluster", "status", "-data", data)
+	require.Zero(t, code)
+	require.Regexp(t, `(?m)^node-2\s+http://\S+\s+\d+\s+running\s`, status)
+	code, stopped, _ := runDFS(t, "", "cluster", "stop-node", "node-2", "-kill", "-data", data)
+	require.Zero(t, code)
+	require.Contains(t, stopped, "node-2 killed")
+	code, status, _ = runDFS(t, "", "cluster", "status", "-data", data)
+	require.Zero(t, code)
+	require.Regexp(t, `(?m)^node-2\s+http://\S+\s+-\s+stopped\s`, status)
+	// The detector evicts it (HEALTH_CHECK_INTERVAL is 1s in a local cluster)…
+	require.Eventually(t, func() bool {
+		return nodeState(t, coord[1])["node-2"] == "UNHEALTHY off ring"
+	}, 30*time.Second, 100*time.Millisecond)
+	// … and restart-node returns only once it is back on the ring.
+	code, restarted, stderrText := runDFS(t, "", "cluster", "restart-node", "node-2", "-data", data)
+	require.Zero(t, code, stderrText)
+	require.Contains(t, restarted, "node-2 is running again")
+	requireNodes(t, coord[1], map[string]string{"node-1": "HEALTHY on ring", "node-2": "HEALTHY on ring"})
+
+	code, _, stderrText = runDFS(t, "", "cluster", "restart-node", "node-9", "-data", data)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderrText, `no process named "node-9"`)
+	code, _, stderrText = runDFS(t, "", "cluster", "restart-node", "-data", data)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderrText, "which process?")
+
+	// A second cluster on the same data directory stops before starting
+	// anything; one on the same ports names the flag that moves it.
+	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", data, "-port", "0", "-node-port", "0")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderrText, "a local cluster already runs on "+data)
+	port := strings.TrimPrefix(coord[1], "http://127.0.0.1:")
+	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", t.TempDir(), "-port", port, "-node-port", "0")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderrText, "port "+port+" on 127.0.0.1 for coordinator is in use")
+	require.Contains(t, stderrText, "choose another coordinator port with -port")
 
 	interrupt()
 	require.Equal(t, 0, <-exit, "stderr:\n%s", stderr.String())
 	require.Contains(t, stdout.String(), "stopped")
+	code, _, stderrText = runDFS(t, "", "cluster", "status", "-data", data)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderrText, "no local cluster is running")
 	for _, u := range urls {
 		_, err := client.Get(u[1] + "/health/ready")
 		require.Error(t, err, "%s still answers after the cluster stopped", u[1])
 	}
+}
+
+// nodeState maps each node the coordinator knows to "STATUS on ring" or
+// "STATUS off ring".
+func nodeState(t *testing.T, coordinator string) map[string]string {
+	resp, err := http.Get(coordinator + "/api/nodes")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var nodes []struct {
+		NodeID string `json:"nodeId"`
+		Status string `json:"status"`
+		OnRing bool   `json:"onRing"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&nodes))
+	state := make(map[string]string)
+	for _, n := range nodes {
+		where := "off ring"
+		if n.OnRing {
+			where = "on ring"
+		}
+		state[n.NodeID] = n.Status + " " + where
+	}
+	return state
+}
+
+func requireNodes(t *testing.T, coordinator string, want map[string]string) {
+	t.Helper()
+	require.Equal(t, want, nodeState(t, coordinator))
+}
+
+func TestPortHintNamesTheFlag(t *testing.T) {
+	err := fmt.Errorf("start: %w", &localcluster.PortInUseError{Host: "127.0.0.1", Port: 8080, Process: localcluster.CoordinatorName})
+	require.Equal(t, `stop what listens on 8080, or choose another coordinator port with -port (make run ARGS="-port 18080")`, portHint(err, 8080, 9001))
+	err = &localcluster.PortInUseError{Host: "127.0.0.1", Port: 9003, Process: "node-3"}
+	require.Equal(t, `stop what listens on 9003, or choose other node ports with -node-port, node-1's port (make run ARGS="-node-port 19001")`, portHint(err, 8080, 9001))
+	require.Contains(t, portHint(&localcluster.PortInUseError{Port: 60000, Process: "node-1"}, 8080, 60000), `-node-port 50000`)
+	require.Empty(t, portHint(errors.New("other"), 8080, 9001))
+}
+
+func TestClusterUsage(t *testing.T) {
+	code, stdout, _ := runDFS(t, "", "cluster", "-h")
+	require.Zero(t, code)
+	for _, sub := range []string{"up", "status", "stop-node", "restart-node"} {
+		require.Contains(t, stdout, "  "+sub)
+	}
+	code, _, stderr := runDFS(t, "", "cluster", "bogus")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `unknown subcommand "bogus"`)
+	code, _, stderr = runDFS(t, "", "cluster", "status", "-data", t.TempDir())
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "no local cluster is running")
+}
+
+func TestControlSocketPathFitsASocket(t *testing.T) {
+	short, err := controlSocket("/tmp/d")
+	require.NoError(t, err)
+	require.Equal(t, "/tmp/d/cluster.sock", short)
+	long := "/tmp/" + strings.Repeat("x", 120)
+	p1, err := controlSocket(long)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(p1), maxSocketPath)
+	p2, err := controlSocket(long + "y")
+	require.NoError(t, err)
+	require.NotEqual(t, p1, p2, "each data directory has its own socket")
 }

@@ -35,7 +35,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"ring":    {summary: "answer placement queries read from stdin (see `dfs ring -h`)", run: runRing},
-		"cluster": {summary: "run a local cluster of real processes: `dfs cluster up`", run: runCluster},
+		"cluster": {summary: "run a local cluster of real processes (`dfs cluster up`) and act on it: status, stop-node, restart-node", run: runCluster},
 
 		"put":       {summary: "upload files: `dfs put FILE…`", run: runPut},
 		"get":       {summary: "download a file: `dfs get ID [-o PATH]`", run: runGet},

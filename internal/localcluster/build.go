@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,34 +33,58 @@ type BuildResult struct {
 // Build compiles the module's binaries into binDir. The module is the one
 // containing the working directory (see FindModuleRoot).
 func Build(ctx context.Context, binDir string) (BuildResult, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return BuildResult{}, errs.Wrap(errs.Other, err, "find the working directory")
-	}
-	root, err := FindModuleRoot(wd)
-	if err != nil {
-		return BuildResult{}, err
-	}
-	return BuildModule(ctx, root, binDir)
+	return BuildWith(ctx, BuildOptions{BinDir: binDir})
 }
 
-// BuildModule runs `go build -o binDir/` in the module at moduleRoot over
-// those of ./cmd/coordinator, ./cmd/storage-node and ./cmd/dfs whose
-// directory holds Go source; the others are reported as skipped rather than
-// failing, because during development a binary may not be written yet. A
-// relative binDir is taken from the working directory, not from moduleRoot.
+// BuildModule is Build for the module at moduleRoot.
 func BuildModule(ctx context.Context, moduleRoot, binDir string) (BuildResult, error) {
+	return BuildWith(ctx, BuildOptions{ModuleRoot: moduleRoot, BinDir: binDir})
+}
+
+// BuildOptions say what BuildWith builds and whom it tells.
+type BuildOptions struct {
+	// ModuleRoot is the module to build; "" means the one containing the
+	// working directory.
+	ModuleRoot string
+	// BinDir receives the binaries. A relative BinDir is taken from the
+	// working directory, not from ModuleRoot.
+	BinDir string
+	// Progress, when set, receives each line `go build -v` writes as it
+	// goes: a package's import path as it is compiled, and a "go:
+	// downloading" line per module fetched. A warm build cache writes none.
+	Progress func(line string)
+}
+
+// BuildWith runs `go build -o BinDir/` over those of ./cmd/coordinator,
+// ./cmd/storage-node and ./cmd/dfs whose directory holds Go source; the
+// others are reported as skipped rather than failing, because during
+// development a binary may not be written yet. The three are built by one
+// `go build`, so that the packages they share are compiled once.
+func BuildWith(ctx context.Context, o BuildOptions) (BuildResult, error) {
 	var res BuildResult
-	out, err := filepath.Abs(binDir)
+	root := o.ModuleRoot
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return res, errs.Wrap(errs.Other, err, "find the working directory")
+		}
+		if root, err = FindModuleRoot(wd); err != nil {
+			return res, err
+		}
+	}
+	out, err := filepath.Abs(o.BinDir)
 	if err != nil {
-		return res, errs.Wrap(errs.Invalid, err, "bin directory %q", binDir)
+		return res, errs.Wrap(errs.Invalid, err, "bin directory %q", o.BinDir)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return res, errs.Wrap(errs.Other, err, "create bin directory")
 	}
 	args := []string{"build", "-o", out + string(filepath.Separator)}
+	if o.Progress != nil {
+		args = append(args, "-v")
+	}
 	for _, name := range buildOrder {
-		ok, err := hasGoSource(filepath.Join(moduleRoot, "cmd", name))
+		ok, err := hasGoSource(filepath.Join(root, "cmd", name))
 		if err != nil {
 			return res, err
 		}
@@ -74,13 +99,45 @@ func BuildModule(ctx context.Context, moduleRoot, binDir string) (BuildResult, e
 		return res, nil
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = moduleRoot
+	cmd.Dir = root
 	var output bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &output, &output
+	cmd.Stdout = &output
+	cmd.Stderr = &output
+	if o.Progress != nil {
+		lines := &lineWriter{emit: o.Progress}
+		defer lines.Flush()
+		cmd.Stderr = io.MultiWriter(&output, lines)
+	}
 	if err := cmd.Run(); err != nil {
 		return BuildResult{Skipped: res.Skipped}, errs.Wrap(errs.Other, err, "go %s:\n%s", strings.Join(args, " "), strings.TrimSpace(output.String()))
 	}
 	return res, nil
+}
+
+// lineWriter hands every complete line written to it to emit.
+type lineWriter struct {
+	emit    func(string)
+	partial []byte
+}
+
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.partial = append(l.partial, b...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		l.emit(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+}
+
+// Flush emits a last line that had no newline.
+func (l *lineWriter) Flush() {
+	if len(l.partial) > 0 {
+		l.emit(string(l.partial))
+		l.partial = nil
+	}
 }
 
 // hasGoSource reports whether dir exists and holds a non-test Go file: an

@@ -243,7 +243,7 @@ func reservePorts(o Options, hasCoordinator bool) ([]int, error) {
 		ports, picked = append(ports, picked[0]), picked[1:]
 	} else {
 		if hasCoordinator {
-			if err := checkPortFree(o.Host, o.CoordinatorPort); err != nil {
+			if err := checkPortFree(o.Host, o.CoordinatorPort, CoordinatorName); err != nil {
 				return nil, err
 			}
 		}
@@ -255,7 +255,7 @@ func reservePorts(o Options, hasCoordinator bool) ([]int, error) {
 			continue
 		}
 		port := o.NodeBasePort + i
-		if err := checkPortFree(o.Host, port); err != nil {
+		if err := checkPortFree(o.Host, port, NodeName(i+1)); err != nil {
 			return nil, err
 		}
 		ports = append(ports, port)
@@ -279,10 +279,26 @@ func FreePorts(host string, n int) ([]int, error) {
 	return ports, nil
 }
 
-func checkPortFree(host string, port int) error {
+// PortInUseError reports that a fixed port the cluster was asked to use is
+// taken by another program. Process names the cluster member that wanted it
+// (CoordinatorName or a node), so that a caller can name the setting that
+// moves it.
+// Its kind is errs.Conflict.
+type PortInUseError struct {
+	Host    string
+	Port    int
+	Process string
+	err     error // the kinded error wrapping the listen failure
+}
+
+func (e *PortInUseError) Error() string { return e.err.Error() }
+func (e *PortInUseError) Unwrap() error { return e.err }
+
+func checkPortFree(host string, port int, process string) error {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return errs.Wrap(errs.Conflict, err, "localcluster: port %d on %s is in use", port, host)
+		return &PortInUseError{Host: host, Port: port, Process: process,
+			err: errs.Wrap(errs.Conflict, err, "localcluster: port %d on %s for %s is in use", port, host, process)}
 	}
 	return l.Close()
 }

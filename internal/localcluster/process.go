@@ -318,7 +318,7 @@ func (c *Cluster) AddNode(ctx context.Context) (string, error) {
 			c.mu.Unlock()
 			return "", errs.E(errs.Invalid, "localcluster: no port left for %s", NodeName(i))
 		}
-		if err := checkPortFree(c.opts.Host, port); err != nil {
+		if err := checkPortFree(c.opts.Host, port, NodeName(i)); err != nil {
 			c.mu.Unlock()
 			return "", err
 		}
