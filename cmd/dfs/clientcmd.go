@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -58,7 +59,6 @@ func newClientCmd(name, help string, s stdio) *clientCmd {
 	}
 	cc.fs.StringVar(&cc.url, "url", url, "the coordinator's URL")
 	cc.fs.BoolVar(&cc.json, "json", false, "print the result as JSON (the API's answer) instead of a summary")
-	cc.fs.SetOutput(s.err)
 	cc.fs.Usage = func() {
 		out := cc.fs.Output()
 		io.WriteString(out, help)
@@ -75,11 +75,8 @@ func newClientCmd(name, help string, s stdio) *clientCmd {
 // no limit). When done is true the command must exit with code.
 func (cc *clientCmd) parse(args []string, minArgs, maxArgs int) (pos []string, code int, done bool) {
 	for {
-		if err := cc.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, exitOK, true
-			}
-			return nil, exitUsage, true
+		if code, done := parseOnce(cc.fs, args, cc.s); done {
+			return nil, code, true
 		}
 		rest := cc.fs.Args()
 		consumed := len(args) - len(rest)
@@ -95,26 +92,26 @@ func (cc *clientCmd) parse(args []string, minArgs, maxArgs int) (pos []string, c
 	}
 	switch {
 	case len(pos) < minArgs:
-		fmt.Fprintf(cc.s.err, "dfs %s: missing argument\n", cc.name)
+		return nil, cc.usageError("missing argument"), true
 	case maxArgs >= 0 && len(pos) > maxArgs:
-		fmt.Fprintf(cc.s.err, "dfs %s: unexpected argument %q\n", cc.name, pos[maxArgs])
-	default:
-		c, err := client.New(cc.url, client.Options{})
-		if err != nil {
-			fmt.Fprintf(cc.s.err, "dfs %s: %v (set -url or DFS_URL)\n", cc.name, err)
-			return nil, exitUsage, true
-		}
-		cc.c = c
-		return pos, exitOK, false
+		return nil, cc.usageError("unexpected argument %q", pos[maxArgs]), true
 	}
-	fmt.Fprintf(cc.s.err, "run `dfs %s -h` for help\n", cc.name)
-	return nil, exitUsage, true
+	c, err := client.New(cc.url, client.Options{UserAgent: userAgent()})
+	if err != nil {
+		fmt.Fprintf(cc.s.err, "dfs %s: %v (set -url or DFS_URL)\n", cc.name, err)
+		return nil, exitUsage, true
+	}
+	cc.c = c
+	return pos, exitOK, false
 }
+
+// userAgent names the CLI and its build in every request, so that the
+// coordinator's access log tells its calls from other clients'.
+func userAgent() string { return "dfs-cli/" + buildinfo.Version() }
 
 // usageError reports a wrong command line.
 func (cc *clientCmd) usageError(format string, args ...any) int {
-	fmt.Fprintf(cc.s.err, "dfs %s: %s\nrun `dfs %s -h` for help\n", cc.name, fmt.Sprintf(format, args...), cc.name)
-	return exitUsage
+	return badUsage(cc.s, cc.name, format, args...)
 }
 
 // fail reports err with advice on what to do and returns the exit code.
@@ -176,8 +173,11 @@ func (cc *clientCmd) hint(err error) string {
 }
 
 // printJSON writes v as indented JSON on stdout.
-func (cc *clientCmd) printJSON(v any) {
-	enc := json.NewEncoder(cc.s.out)
+func (cc *clientCmd) printJSON(v any) { writeJSON(cc.s.out, v) }
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)

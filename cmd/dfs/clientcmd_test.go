@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/httpx"
 )
@@ -104,6 +106,15 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+func TestRequestsNameTheCLI(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, _, stderr := dfs(t, f.srv.URL, "", "health")
+	require.Equal(t, exitOK, code, stderr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Equal(t, "dfs-cli/"+buildinfo.Version(), f.userAgent)
+}
+
 func TestBadURLIsAUsageError(t *testing.T) {
 	code, _, stderr := runDFS(t, "", "nodes", "-url", "ftp://somewhere")
 	require.Equal(t, exitUsage, code)
@@ -122,16 +133,30 @@ func TestURLComesFromTheEnvironment(t *testing.T) {
 	require.Equal(t, exitOK, code, "-url wins over DFS_URL")
 }
 
-func TestHelpDocumentsExitCodes(t *testing.T) {
-	for _, name := range []string{"put", "get", "ls", "info", "rm", "verify", "nodes", "health", "rebalance"} {
-		t.Run(name, func(t *testing.T) {
-			code, _, stderr := runDFS(t, "", name, "-h")
-			require.Equal(t, exitOK, code)
-			require.Contains(t, stderr, "usage: dfs "+name)
-			require.Contains(t, stderr, "3 the\ncoordinator cannot be reached")
-			require.Contains(t, stderr, "DFS_URL")
-			require.Contains(t, stderr, "-json")
-		})
+// clientCommands are the commands that talk to a coordinator, as typed.
+var clientCommands = [][]string{
+	{"put"}, {"get"}, {"ls"}, {"info"}, {"rm"}, {"verify"}, {"nodes"}, {"health"}, {"rebalance"},
+}
+
+// Help asked for goes to stdout, in each of the ways to ask, so that it can
+// be paged or searched.
+func TestHelpIsOnStdoutAndDocumentsExitCodes(t *testing.T) {
+	for _, name := range clientCommands {
+		for _, args := range [][]string{
+			append(slices.Clone(name), "-h"),
+			append(slices.Clone(name), "-help"),
+			append([]string{"help"}, name...),
+		} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, stdout, stderr := runDFS(t, "", args...)
+				require.Equal(t, exitOK, code)
+				require.Empty(t, stderr)
+				require.Contains(t, stdout, "usage: dfs "+strings.Join(name, " "))
+				require.Contains(t, stdout, "3 the\ncoordinator cannot be reached")
+				require.Contains(t, stdout, "DFS_URL")
+				require.Contains(t, stdout, "-json")
+			})
+		}
 	}
 }
 

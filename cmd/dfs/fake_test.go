@@ -44,7 +44,8 @@ type fakeCoordinator struct {
 	verifyStatus  client.FileStatus
 	health        client.HealthReport
 	rebalance     client.RebalanceReport
-	uploads       int // uploads that reached the handler
+	uploads       int    // uploads that reached the handler
+	userAgent     string // of the latest request
 }
 
 type fakeFile struct {
@@ -68,6 +69,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 			w.Header().Set("X-Request-Id", "req-fake-1")
 			f.mu.Lock()
 			forced, ok := f.fail[pattern]
+			f.userAgent = r.UserAgent()
 			f.mu.Unlock()
 			if ok {
 				httpx.WriteErrorCode(w, r, forced.status, forced.code, forced.msg)
