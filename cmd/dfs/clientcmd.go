@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -115,12 +116,83 @@ func (cc *clientCmd) usageError(format string, args ...any) int {
 }
 
 // fail reports err with advice on what to do and returns the exit code.
-func (cc *clientCmd) fail(err error) int {
+// Under -json it also prints the error as an object on stdout, so that a
+// script reading stdout gets a JSON value whether the command worked or not.
+func (cc *clientCmd) fail(err error) int { return cc.failFile("", err) }
+
+// failFile is fail for an error about one of several files a command
+// handles; file names it in the JSON object.
+func (cc *clientCmd) failFile(file string, err error) int {
 	fmt.Fprintf(cc.s.err, "dfs %s: %v\n", cc.name, err)
 	if hint := cc.hint(err); hint != "" {
 		fmt.Fprintf(cc.s.err, "  %s\n", hint)
 	}
+	if cc.json {
+		e := describe(err)
+		e.File = file
+		cc.printJSON(e)
+	}
 	return exitCode(err)
+}
+
+// Codes of the JSON error object for failures that are not the
+// coordinator's error answer, which carries a code of its own. Failures on
+// this side that the API has a code for use it: CHECKSUM_MISMATCH for
+// downloaded bytes that do not match, CONFLICT for a local file in the way,
+// INVALID_REQUEST for a local file or input that cannot be sent.
+const (
+	codeUnreachable    = "UNREACHABLE"       // no answer from the coordinator
+	codeInterrupted    = "INTERRUPTED"       // Ctrl-C, SIGTERM or a cancelled context
+	codeBadAnswer      = "UNEXPECTED_ANSWER" // an error answer not in the API's shape: not a coordinator?
+	codeTransferFailed = "TRANSFER_FAILED"   // the transfer broke off after the answer began
+	codeFailed         = "FAILED"            // anything else
+)
+
+// errorJSON is a failed command's JSON object; README documents it.
+type errorJSON struct {
+	Error     string `json:"error"`
+	Message   string `json:"message"`
+	Status    int    `json:"status,omitempty"`    // the HTTP status of the coordinator's answer; absent without one
+	RequestID string `json:"requestId,omitempty"` // the answer's X-Request-Id, for the coordinator's log
+	File      string `json:"file,omitempty"`      // the FILE of dfs put that failed
+}
+
+// describe classifies err for the JSON error object. An error answer keeps
+// the coordinator's code, status and message.
+func describe(err error) errorJSON {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		e := errorJSON{Error: ae.Code, Message: ae.Message, Status: ae.Status, RequestID: ae.RequestID}
+		if e.Error == "" {
+			e.Error = codeBadAnswer
+		}
+		if e.Message == "" {
+			e.Message = http.StatusText(ae.Status)
+		}
+		return e
+	}
+	e := errorJSON{Message: err.Error()}
+	var ce *client.ConnError
+	switch {
+	case errors.As(err, &ce):
+		e.Error = codeUnreachable
+	case errors.Is(err, context.Canceled):
+		e.Error = codeInterrupted
+	default:
+		switch errs.KindOf(err) {
+		case errs.Corrupt:
+			e.Error = httpx.CodeChecksumMismatch
+		case errs.Unavailable:
+			e.Error = codeTransferFailed
+		case errs.Conflict:
+			e.Error = httpx.CodeConflict
+		case errs.Invalid:
+			e.Error = httpx.CodeInvalidRequest
+		default:
+			e.Error = codeFailed
+		}
+	}
+	return e
 }
 
 func exitCode(err error) int {

@@ -497,3 +497,103 @@ func TestCancelledPutStopsAtOnce(t *testing.T) {
 	require.Equal(t, 1, strings.Count(errOut.String(), "interrupted; it was not stored"), "the second file is not tried:\n%s", errOut.String())
 	require.Zero(t, f.uploads)
 }
+
+// jsonValues decodes every JSON value printed on stdout, in order.
+func jsonValues(t *testing.T, stdout string) []map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var out []map[string]any
+	for dec.More() {
+		var v map[string]any
+		require.NoError(t, dec.Decode(&v), "stdout:\n%s", stdout)
+		out = append(out, v)
+	}
+	return out
+}
+
+// Under -json a failure is a JSON object on stdout, the exit status and the
+// human message on stderr staying as they are.
+func TestJSONErrors(t *testing.T) {
+	const unknown = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	t.Run("unreachable", func(t *testing.T) {
+		url := deadURL(t)
+		file := writeFile(t, t.TempDir(), "a.txt", "a")
+		for _, args := range [][]string{
+			{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
+			{"nodes"}, {"health"}, {"rebalance"},
+		} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, stdout, stderr := runDFS(t, "", append(args, "-json", "-url", url)...)
+				require.Equal(t, exitUnreachable, code, stderr)
+				require.Contains(t, stderr, "cannot reach the coordinator", "stderr keeps the human message")
+				values := jsonValues(t, stdout)
+				require.Len(t, values, 1)
+				require.Equal(t, "UNREACHABLE", values[0]["error"])
+				require.Contains(t, values[0]["message"], "cannot reach the coordinator at "+url)
+				require.NotContains(t, values[0], "status", "no answer, no status")
+			})
+		}
+	})
+	t.Run("error answers", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		for _, args := range [][]string{{"get", unknown}, {"info", unknown}, {"rm", unknown}, {"verify", unknown}} {
+			t.Run(args[0], func(t *testing.T) {
+				code, stdout, stderr := dfs(t, f.srv.URL, "", append(args, "-json")...)
+				require.Equal(t, exitFailed, code)
+				require.Contains(t, stderr, "`dfs ls`")
+				require.Equal(t, []map[string]any{{
+					"error": "FILE_NOT_FOUND", "message": "file " + unknown + " not found", "status": float64(404), "requestId": "req-fake-1",
+				}}, jsonValues(t, stdout))
+			})
+		}
+	})
+	t.Run("an answer not in the API's shape", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		defer srv.Close()
+		code, stdout, _ := runDFS(t, "", "ls", "-json", "-url", srv.URL)
+		require.Equal(t, exitFailed, code)
+		require.Equal(t, []map[string]any{{"error": "UNEXPECTED_ANSWER", "message": "404 page not found", "status": float64(404)}},
+			jsonValues(t, stdout))
+	})
+	t.Run("corrupt download", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		id := f.add("data.bin", []byte("data"))
+		f.corrupt = true
+		code, stdout, _ := dfs(t, f.srv.URL, "", "get", "-json", "-o", t.TempDir(), id)
+		require.Equal(t, exitFailed, code)
+		values := jsonValues(t, stdout)
+		require.Len(t, values, 1)
+		require.Equal(t, "CHECKSUM_MISMATCH", values[0]["error"])
+		require.Contains(t, values[0]["message"], "not to the declared")
+	})
+	t.Run("a local file in the way", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		id := f.add("a", []byte("a"))
+		path := writeFile(t, t.TempDir(), "a", "old")
+		code, stdout, _ := dfs(t, f.srv.URL, "", "get", "-json", "-o", path, id)
+		require.Equal(t, exitFailed, code)
+		values := jsonValues(t, stdout)
+		require.Len(t, values, 1)
+		require.Equal(t, "CONFLICT", values[0]["error"])
+		require.NotContains(t, values[0], "status")
+	})
+	t.Run("put: one value per file", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		dir := t.TempDir()
+		missing, good := filepath.Join(dir, "missing"), writeFile(t, dir, "good", "g")
+		code, stdout, _ := dfs(t, f.srv.URL, "", "put", "-json", missing, good)
+		require.Equal(t, exitFailed, code)
+		values := jsonValues(t, stdout)
+		require.Len(t, values, 2)
+		require.Equal(t, "INVALID_REQUEST", values[0]["error"])
+		require.Equal(t, missing, values[0]["file"])
+		require.Contains(t, values[0]["message"], "no such file or directory")
+		require.Equal(t, "good", values[1]["fileName"])
+
+		f.fail["POST /api/files"] = fakeAnswer{413, httpx.CodeFileTooLarge, "request exceeds the maximum file size"}
+		code, stdout, _ = dfs(t, f.srv.URL, "", "put", "-json", good)
+		require.Equal(t, exitFailed, code)
+		require.Equal(t, []map[string]any{{"error": "FILE_TOO_LARGE", "message": "request exceeds the maximum file size",
+			"status": float64(413), "requestId": "req-fake-1", "file": good}}, jsonValues(t, stdout))
+	})
+}

@@ -53,7 +53,7 @@ func runPut(ctx context.Context, args []string, s stdio) int {
 	failed := false
 	for _, path := range paths {
 		if err := cc.putOne(ctx, path, *name, client.UploadOptions{ContentType: *ctype, IdempotencyKey: *key}, !*quiet); err != nil {
-			code := cc.fail(err)
+			code := cc.failFile(path, err)
 			if code == exitUnreachable || ctx.Err() != nil {
 				return code
 			}
@@ -184,8 +184,7 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	info, err := download(ctx, cc.c, id, dest, *force, p)
 	p.done(err == nil)
 	if err != nil && ctx.Err() != nil {
-		fmt.Fprintf(cc.s.err, "dfs get: interrupted; nothing was saved\n")
-		return exitFailed
+		return cc.fail(errs.Wrap(errs.Other, ctx.Err(), "interrupted; nothing was saved"))
 	}
 	if err != nil {
 		return cc.fail(err)
