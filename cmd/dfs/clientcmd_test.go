@@ -94,14 +94,25 @@ func TestUsageErrors(t *testing.T) {
 		{"json and stdout", []string{"get", "-json", "-o", "-", "x"}, "would both write to stdout"},
 		{"ls with an argument", []string{"ls", "x"}, `unexpected argument "x"`},
 		{"bad flag", []string{"nodes", "-frobnicate"}, "flag provided but not defined"},
-		{"bad page", []string{"ls", "-page", "one"}, `invalid value "one"`},
+		{"bad page", []string{"ls", "-page", "one"}, `invalid value "one" for flag -page`},
+		{"negative page", []string{"ls", "-page", "-1"}, "-page must be 0 or more, got -1"},
+		{"size not a number", []string{"ls", "-size", "abc"}, `invalid value "abc" for flag -size`},
+		{"size zero", []string{"ls", "-size", "0"}, "-size must be 1–1000, got 0"},
+		{"size too large", []string{"ls", "-size", "1001"}, "-size must be 1–1000, got 1001"},
+		{"unknown state", []string{"ls", "-status", "active,lost"}, `-status: unknown state "LOST"`},
+		{"key with a space", []string{"put", "-key", "a b", a}, `-key: "a b": only printable ASCII without spaces`},
+		{"key too long", []string{"put", "-key", strings.Repeat("k", 256), a}, "-key: longer than 255 characters"},
+		{"bad content type", []string{"put", "-type", "text/", a}, `-type "text/" is not a content type`},
+		{"bad boolean", []string{"get", "-f=maybe", "x"}, `invalid boolean value "maybe" for -f`},
+		{"json with a value", []string{"nodes", "-json=perhaps"}, `invalid boolean value "perhaps" for -json`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := dfs(t, url, "", tt.args...)
-			require.Equal(t, exitUsage, code)
+			require.Equal(t, exitUsage, code, stderr)
 			require.Empty(t, stdout)
 			require.Contains(t, stderr, tt.want)
+			require.Contains(t, stderr, "run `dfs "+tt.args[0]+" -h` for help")
 		})
 	}
 }
@@ -222,8 +233,8 @@ func TestErrorAnswersGiveAdvice(t *testing.T) {
 			[]string{"info", "x"}, []string{"no holder answered", "`dfs health`"}},
 		{"metadata store down", "GET /api/nodes", fakeAnswer{503, httpx.CodeMetadataUnavailable, "metadata store unavailable"},
 			[]string{"nodes"}, []string{"DATABASE_URL"}},
-		{"bad status", "GET /api/files", fakeAnswer{400, httpx.CodeInvalidRequest, `unknown status "LOST"`},
-			[]string{"ls", "-status", "lost"}, []string{`unknown status "LOST"`}},
+		{"refused request", "GET /api/files", fakeAnswer{400, httpx.CodeInvalidRequest, "page too far"},
+			[]string{"ls", "-page", "99999"}, []string{"page too far (400 INVALID_REQUEST)"}},
 		{"conflict", "DELETE /api/files/{id}", fakeAnswer{409, httpx.CodeConflict, "the file is still PENDING"},
 			[]string{"rm", "x"}, []string{"still PENDING", "409 CONFLICT"}},
 		{"internal", "POST /api/admin/rebalance", fakeAnswer{500, httpx.CodeInternal, "internal error"},
