@@ -59,7 +59,7 @@ func newClientCmd(name, help string, s stdio) *clientCmd {
 		url = defaultURL
 	}
 	cc.fs.StringVar(&cc.url, "url", url, "the coordinator's URL")
-	cc.fs.BoolVar(&cc.json, "json", false, "print the result as JSON (the API's answer) instead of a summary")
+	cc.fs.BoolVar(&cc.json, "json", false, "print the result as JSON (the API's answer) instead of a summary, and a failure as {error, message, status}")
 	cc.fs.Usage = func() {
 		out := cc.fs.Output()
 		io.WriteString(out, help)

@@ -65,10 +65,10 @@ func TestEveryClientCommandReportsAnUnreachableCoordinator(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "a.txt", "a")
 	for _, args := range [][]string{
 		{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
-		{"nodes"}, {"health"}, {"rebalance"},
+		{"nodes"}, {"nodes", "drain", "node-1"}, {"nodes", "rejoin", "node-1"}, {"health"}, {"rebalance"},
 	} {
-		t.Run(args[0], func(t *testing.T) {
-			code, stdout, stderr := dfs(t, url, "", args...)
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runDFS(t, "", append(args, "-url", url)...)
 			require.Equal(t, exitUnreachable, code, stderr)
 			require.Empty(t, stdout)
 			require.Contains(t, stderr, "cannot reach the coordinator at "+url)
@@ -146,7 +146,8 @@ func TestURLComesFromTheEnvironment(t *testing.T) {
 
 // clientCommands are the commands that talk to a coordinator, as typed.
 var clientCommands = [][]string{
-	{"put"}, {"get"}, {"ls"}, {"info"}, {"rm"}, {"verify"}, {"nodes"}, {"health"}, {"rebalance"},
+	{"put"}, {"get"}, {"ls"}, {"info"}, {"rm"}, {"verify"}, {"nodes"}, {"nodes", "drain"}, {"nodes", "rejoin"},
+	{"health"}, {"rebalance"},
 }
 
 // Help asked for goes to stdout, in each of the ways to ask, so that it can
@@ -451,6 +452,97 @@ func TestNodes(t *testing.T) {
 	require.Len(t, nodes, 2)
 }
 
+func TestNodesDrain(t *testing.T) {
+	f := newFakeCoordinator(t)
+	t.Run("in the background", func(t *testing.T) {
+		f.drainLeft = 7
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-2")
+		require.Equal(t, exitOK, code, stderr)
+		require.Empty(t, stderr)
+		require.Regexp(t, `(?m)^node\s+node-2, DEREGISTERED, off the ring$`, stdout)
+		require.Regexp(t, `(?m)^drain\s+in progress: 7 files still to move$`, stdout)
+		require.Regexp(t, `(?m)^uploads in flight\s+1 `, stdout)
+		require.NotContains(t, stdout, "last round")
+	})
+	t.Run("waiting, complete", func(t *testing.T) {
+		f.drainLeft = 0
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-2", "-wait")
+		require.Equal(t, exitOK, code, stderr)
+		require.Regexp(t, `(?m)^drain\s+complete: the node holds no file$`, stdout)
+		require.Contains(t, stdout, "last round:")
+		require.Regexp(t, `(?m)^trigger\s+DEREGISTERED$`, stdout)
+		require.Regexp(t, `(?m)^copies created\s+4$`, stdout)
+		require.Regexp(t, `(?m)^took\s+1.5s$`, stdout)
+	})
+	t.Run("waiting, files left", func(t *testing.T) {
+		f.drainLeft = 2
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-wait", "-json", "-url", f.srv.URL, "node-2")
+		require.Equal(t, exitFailed, code, "a drain that did not finish fails a waiting script")
+		require.Contains(t, stderr, "node-2 still holds 2 files after the coordinator's DRAIN_TIMEOUT")
+		var res client.DeregisterResult
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		require.False(t, res.Drain.Complete)
+		require.Equal(t, 2, res.Drain.FilesRemaining)
+		require.Equal(t, client.TriggerDeregistered, res.Drain.Run.Trigger)
+	})
+	f.mu.Lock()
+	require.Equal(t, []string{"", "wait=true", "wait=true"}, f.drainQueries, "-wait, and only -wait, asks the coordinator to wait")
+	f.mu.Unlock()
+
+	t.Run("unknown node", func(t *testing.T) {
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-json", "-url", f.srv.URL, "node-9")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stderr, "`dfs nodes` lists the known storage nodes")
+		require.Equal(t, []map[string]any{{"error": "NODE_NOT_FOUND", "message": "node node-9 not found", "status": float64(404),
+			"requestId": "req-fake-1"}}, jsonValues(t, stdout))
+	})
+}
+
+func TestNodesRejoin(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, _, stderr := runDFS(t, "", "nodes", "rejoin", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitFailed, code, "node-1 is not drained")
+	require.Contains(t, stderr, "not deregistered (409 CONFLICT)")
+
+	code, _, stderr = runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code, stderr)
+	code, stdout, stderr := runDFS(t, "", "nodes", "rejoin", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "node-1 is UNHEALTHY; it joins the ring after enough good health checks (`dfs nodes` shows when)\n", stdout)
+
+	code, _, _ = runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code)
+	code, stdout, _ = runDFS(t, "", "nodes", "rejoin", "-json", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code)
+	var n client.Node
+	require.NoError(t, json.Unmarshal([]byte(stdout), &n))
+	require.Equal(t, client.NodeUnhealthy, n.Status)
+}
+
+func TestNodesSubcommandUsage(t *testing.T) {
+	url := newFakeCoordinator(t).srv.URL
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nodes", "-url", url, "drain", "node-1"}, "the subcommand comes first, flags after it: dfs nodes drain [flags] ID"},
+		{[]string{"nodes", "cordon", "node-1"}, `unknown subcommand "cordon" (drain or rejoin)`},
+		{[]string{"nodes", "drain"}, "dfs nodes drain: missing argument"},
+		{[]string{"nodes", "drain", "node-1", "node-2"}, `dfs nodes drain: unexpected argument "node-2"`},
+		{[]string{"nodes", "drain", "-wait=soon", "node-1"}, `invalid boolean value "soon" for -wait`},
+		{[]string{"nodes", "rejoin"}, "dfs nodes rejoin: missing argument"},
+		{[]string{"nodes", "rejoin", "-wait", "node-1"}, "flag provided but not defined: -wait"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runDFS(t, "", tt.args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, tt.want)
+		})
+	}
+}
+
 func TestHealthExitStatus(t *testing.T) {
 	tests := []struct {
 		status string
@@ -531,7 +623,7 @@ func TestJSONErrors(t *testing.T) {
 		file := writeFile(t, t.TempDir(), "a.txt", "a")
 		for _, args := range [][]string{
 			{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
-			{"nodes"}, {"health"}, {"rebalance"},
+			{"nodes"}, {"nodes", "drain", "node-1"}, {"nodes", "rejoin", "node-1"}, {"health"}, {"rebalance"},
 		} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				code, stdout, stderr := runDFS(t, "", append(args, "-json", "-url", url)...)
