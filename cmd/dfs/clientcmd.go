@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -57,8 +59,7 @@ func newClientCmd(name, help string, s stdio) *clientCmd {
 		url = defaultURL
 	}
 	cc.fs.StringVar(&cc.url, "url", url, "the coordinator's URL")
-	cc.fs.BoolVar(&cc.json, "json", false, "print the result as JSON (the API's answer) instead of a summary")
-	cc.fs.SetOutput(s.err)
+	cc.fs.BoolVar(&cc.json, "json", false, "print the result as JSON (the API's answer) instead of a summary, and a failure as {error, message, status}")
 	cc.fs.Usage = func() {
 		out := cc.fs.Output()
 		io.WriteString(out, help)
@@ -75,11 +76,8 @@ func newClientCmd(name, help string, s stdio) *clientCmd {
 // no limit). When done is true the command must exit with code.
 func (cc *clientCmd) parse(args []string, minArgs, maxArgs int) (pos []string, code int, done bool) {
 	for {
-		if err := cc.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, exitOK, true
-			}
-			return nil, exitUsage, true
+		if code, done := parseOnce(cc.fs, args, cc.s); done {
+			return nil, code, true
 		}
 		rest := cc.fs.Args()
 		consumed := len(args) - len(rest)
@@ -95,35 +93,106 @@ func (cc *clientCmd) parse(args []string, minArgs, maxArgs int) (pos []string, c
 	}
 	switch {
 	case len(pos) < minArgs:
-		fmt.Fprintf(cc.s.err, "dfs %s: missing argument\n", cc.name)
+		return nil, cc.usageError("missing argument"), true
 	case maxArgs >= 0 && len(pos) > maxArgs:
-		fmt.Fprintf(cc.s.err, "dfs %s: unexpected argument %q\n", cc.name, pos[maxArgs])
-	default:
-		c, err := client.New(cc.url, client.Options{})
-		if err != nil {
-			fmt.Fprintf(cc.s.err, "dfs %s: %v (set -url or DFS_URL)\n", cc.name, err)
-			return nil, exitUsage, true
-		}
-		cc.c = c
-		return pos, exitOK, false
+		return nil, cc.usageError("unexpected argument %q", pos[maxArgs]), true
 	}
-	fmt.Fprintf(cc.s.err, "run `dfs %s -h` for help\n", cc.name)
-	return nil, exitUsage, true
+	c, err := client.New(cc.url, client.Options{UserAgent: userAgent()})
+	if err != nil {
+		fmt.Fprintf(cc.s.err, "dfs %s: %v (set -url or DFS_URL)\n", cc.name, err)
+		return nil, exitUsage, true
+	}
+	cc.c = c
+	return pos, exitOK, false
 }
+
+// userAgent names the CLI and its build in every request, so that the
+// coordinator's access log tells its calls from other clients'.
+func userAgent() string { return "dfs-cli/" + buildinfo.Version() }
 
 // usageError reports a wrong command line.
 func (cc *clientCmd) usageError(format string, args ...any) int {
-	fmt.Fprintf(cc.s.err, "dfs %s: %s\nrun `dfs %s -h` for help\n", cc.name, fmt.Sprintf(format, args...), cc.name)
-	return exitUsage
+	return badUsage(cc.s, cc.name, format, args...)
 }
 
 // fail reports err with advice on what to do and returns the exit code.
-func (cc *clientCmd) fail(err error) int {
+// Under -json it also prints the error as an object on stdout, so that a
+// script reading stdout gets a JSON value whether the command worked or not.
+func (cc *clientCmd) fail(err error) int { return cc.failFile("", err) }
+
+// failFile is fail for an error about one of several files a command
+// handles; file names it in the JSON object.
+func (cc *clientCmd) failFile(file string, err error) int {
 	fmt.Fprintf(cc.s.err, "dfs %s: %v\n", cc.name, err)
 	if hint := cc.hint(err); hint != "" {
 		fmt.Fprintf(cc.s.err, "  %s\n", hint)
 	}
+	if cc.json {
+		e := describe(err)
+		e.File = file
+		cc.printJSON(e)
+	}
 	return exitCode(err)
+}
+
+// Codes of the JSON error object for failures that are not the
+// coordinator's error answer, which carries a code of its own. Failures on
+// this side that the API has a code for use it: CHECKSUM_MISMATCH for
+// downloaded bytes that do not match, CONFLICT for a local file in the way,
+// INVALID_REQUEST for a local file or input that cannot be sent.
+const (
+	codeUnreachable    = "UNREACHABLE"       // no answer from the coordinator
+	codeInterrupted    = "INTERRUPTED"       // Ctrl-C, SIGTERM or a cancelled context
+	codeBadAnswer      = "UNEXPECTED_ANSWER" // an error answer not in the API's shape: not a coordinator?
+	codeTransferFailed = "TRANSFER_FAILED"   // the transfer broke off after the answer began
+	codeFailed         = "FAILED"            // anything else
+)
+
+// errorJSON is a failed command's JSON object; README documents it.
+type errorJSON struct {
+	Error     string `json:"error"`
+	Message   string `json:"message"`
+	Status    int    `json:"status,omitempty"`    // the HTTP status of the coordinator's answer; absent without one
+	RequestID string `json:"requestId,omitempty"` // the answer's X-Request-Id, for the coordinator's log
+	File      string `json:"file,omitempty"`      // the FILE of dfs put that failed
+}
+
+// describe classifies err for the JSON error object. An error answer keeps
+// the coordinator's code, status and message.
+func describe(err error) errorJSON {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		e := errorJSON{Error: ae.Code, Message: ae.Message, Status: ae.Status, RequestID: ae.RequestID}
+		if e.Error == "" {
+			e.Error = codeBadAnswer
+		}
+		if e.Message == "" {
+			e.Message = http.StatusText(ae.Status)
+		}
+		return e
+	}
+	e := errorJSON{Message: err.Error()}
+	var ce *client.ConnError
+	switch {
+	case errors.As(err, &ce):
+		e.Error = codeUnreachable
+	case errors.Is(err, context.Canceled):
+		e.Error = codeInterrupted
+	default:
+		switch errs.KindOf(err) {
+		case errs.Corrupt:
+			e.Error = httpx.CodeChecksumMismatch
+		case errs.Unavailable:
+			e.Error = codeTransferFailed
+		case errs.Conflict:
+			e.Error = httpx.CodeConflict
+		case errs.Invalid:
+			e.Error = httpx.CodeInvalidRequest
+		default:
+			e.Error = codeFailed
+		}
+	}
+	return e
 }
 
 func exitCode(err error) int {
@@ -176,8 +245,11 @@ func (cc *clientCmd) hint(err error) string {
 }
 
 // printJSON writes v as indented JSON on stdout.
-func (cc *clientCmd) printJSON(v any) {
-	enc := json.NewEncoder(cc.s.out)
+func (cc *clientCmd) printJSON(v any) { writeJSON(cc.s.out, v) }
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)

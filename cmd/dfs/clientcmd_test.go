@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/httpx"
 )
@@ -63,10 +65,10 @@ func TestEveryClientCommandReportsAnUnreachableCoordinator(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "a.txt", "a")
 	for _, args := range [][]string{
 		{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
-		{"nodes"}, {"health"}, {"rebalance"},
+		{"nodes"}, {"nodes", "drain", "node-1"}, {"nodes", "rejoin", "node-1"}, {"health"}, {"rebalance"},
 	} {
-		t.Run(args[0], func(t *testing.T) {
-			code, stdout, stderr := dfs(t, url, "", args...)
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runDFS(t, "", append(args, "-url", url)...)
 			require.Equal(t, exitUnreachable, code, stderr)
 			require.Empty(t, stdout)
 			require.Contains(t, stderr, "cannot reach the coordinator at "+url)
@@ -92,16 +94,36 @@ func TestUsageErrors(t *testing.T) {
 		{"json and stdout", []string{"get", "-json", "-o", "-", "x"}, "would both write to stdout"},
 		{"ls with an argument", []string{"ls", "x"}, `unexpected argument "x"`},
 		{"bad flag", []string{"nodes", "-frobnicate"}, "flag provided but not defined"},
-		{"bad page", []string{"ls", "-page", "one"}, `invalid value "one"`},
+		{"bad page", []string{"ls", "-page", "one"}, `invalid value "one" for flag -page`},
+		{"negative page", []string{"ls", "-page", "-1"}, "-page must be 0 or more, got -1"},
+		{"size not a number", []string{"ls", "-size", "abc"}, `invalid value "abc" for flag -size`},
+		{"size zero", []string{"ls", "-size", "0"}, "-size must be 1–1000, got 0"},
+		{"size too large", []string{"ls", "-size", "1001"}, "-size must be 1–1000, got 1001"},
+		{"unknown state", []string{"ls", "-status", "active,lost"}, `-status: unknown state "LOST"`},
+		{"key with a space", []string{"put", "-key", "a b", a}, `-key: "a b": only printable ASCII without spaces`},
+		{"key too long", []string{"put", "-key", strings.Repeat("k", 256), a}, "-key: longer than 255 characters"},
+		{"bad content type", []string{"put", "-type", "text/", a}, `-type "text/" is not a content type`},
+		{"bad boolean", []string{"get", "-f=maybe", "x"}, `invalid boolean value "maybe" for -f`},
+		{"json with a value", []string{"nodes", "-json=perhaps"}, `invalid boolean value "perhaps" for -json`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := dfs(t, url, "", tt.args...)
-			require.Equal(t, exitUsage, code)
+			require.Equal(t, exitUsage, code, stderr)
 			require.Empty(t, stdout)
 			require.Contains(t, stderr, tt.want)
+			require.Contains(t, stderr, "run `dfs "+tt.args[0]+" -h` for help")
 		})
 	}
+}
+
+func TestRequestsNameTheCLI(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, _, stderr := dfs(t, f.srv.URL, "", "health")
+	require.Equal(t, exitOK, code, stderr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Equal(t, "dfs-cli/"+buildinfo.Version(), f.userAgent)
 }
 
 func TestBadURLIsAUsageError(t *testing.T) {
@@ -122,16 +144,31 @@ func TestURLComesFromTheEnvironment(t *testing.T) {
 	require.Equal(t, exitOK, code, "-url wins over DFS_URL")
 }
 
-func TestHelpDocumentsExitCodes(t *testing.T) {
-	for _, name := range []string{"put", "get", "ls", "info", "rm", "verify", "nodes", "health", "rebalance"} {
-		t.Run(name, func(t *testing.T) {
-			code, _, stderr := runDFS(t, "", name, "-h")
-			require.Equal(t, exitOK, code)
-			require.Contains(t, stderr, "usage: dfs "+name)
-			require.Contains(t, stderr, "3 the\ncoordinator cannot be reached")
-			require.Contains(t, stderr, "DFS_URL")
-			require.Contains(t, stderr, "-json")
-		})
+// clientCommands are the commands that talk to a coordinator, as typed.
+var clientCommands = [][]string{
+	{"put"}, {"get"}, {"ls"}, {"info"}, {"rm"}, {"verify"}, {"nodes"}, {"nodes", "drain"}, {"nodes", "rejoin"},
+	{"health"}, {"rebalance"},
+}
+
+// Help asked for goes to stdout, in each of the ways to ask, so that it can
+// be paged or searched.
+func TestHelpIsOnStdoutAndDocumentsExitCodes(t *testing.T) {
+	for _, name := range clientCommands {
+		for _, args := range [][]string{
+			append(slices.Clone(name), "-h"),
+			append(slices.Clone(name), "-help"),
+			append([]string{"help"}, name...),
+		} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, stdout, stderr := runDFS(t, "", args...)
+				require.Equal(t, exitOK, code)
+				require.Empty(t, stderr)
+				require.Contains(t, stdout, "usage: dfs "+strings.Join(name, " "))
+				require.Contains(t, stdout, "3 the\ncoordinator cannot be reached")
+				require.Contains(t, stdout, "DFS_URL")
+				require.Contains(t, stdout, "-json")
+			})
+		}
 	}
 }
 
@@ -197,8 +234,8 @@ func TestErrorAnswersGiveAdvice(t *testing.T) {
 			[]string{"info", "x"}, []string{"no holder answered", "`dfs health`"}},
 		{"metadata store down", "GET /api/nodes", fakeAnswer{503, httpx.CodeMetadataUnavailable, "metadata store unavailable"},
 			[]string{"nodes"}, []string{"DATABASE_URL"}},
-		{"bad status", "GET /api/files", fakeAnswer{400, httpx.CodeInvalidRequest, `unknown status "LOST"`},
-			[]string{"ls", "-status", "lost"}, []string{`unknown status "LOST"`}},
+		{"refused request", "GET /api/files", fakeAnswer{400, httpx.CodeInvalidRequest, "page too far"},
+			[]string{"ls", "-page", "99999"}, []string{"page too far (400 INVALID_REQUEST)"}},
 		{"conflict", "DELETE /api/files/{id}", fakeAnswer{409, httpx.CodeConflict, "the file is still PENDING"},
 			[]string{"rm", "x"}, []string{"still PENDING", "409 CONFLICT"}},
 		{"internal", "POST /api/admin/rebalance", fakeAnswer{500, httpx.CodeInternal, "internal error"},
@@ -415,6 +452,97 @@ func TestNodes(t *testing.T) {
 	require.Len(t, nodes, 2)
 }
 
+func TestNodesDrain(t *testing.T) {
+	f := newFakeCoordinator(t)
+	t.Run("in the background", func(t *testing.T) {
+		f.drainLeft = 7
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-2")
+		require.Equal(t, exitOK, code, stderr)
+		require.Empty(t, stderr)
+		require.Regexp(t, `(?m)^node\s+node-2, DEREGISTERED, off the ring$`, stdout)
+		require.Regexp(t, `(?m)^drain\s+in progress: 7 files still to move$`, stdout)
+		require.Regexp(t, `(?m)^uploads in flight\s+1 `, stdout)
+		require.NotContains(t, stdout, "last round")
+	})
+	t.Run("waiting, complete", func(t *testing.T) {
+		f.drainLeft = 0
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-2", "-wait")
+		require.Equal(t, exitOK, code, stderr)
+		require.Regexp(t, `(?m)^drain\s+complete: the node holds no file$`, stdout)
+		require.Contains(t, stdout, "last round:")
+		require.Regexp(t, `(?m)^trigger\s+DEREGISTERED$`, stdout)
+		require.Regexp(t, `(?m)^copies created\s+4$`, stdout)
+		require.Regexp(t, `(?m)^took\s+1.5s$`, stdout)
+	})
+	t.Run("waiting, files left", func(t *testing.T) {
+		f.drainLeft = 2
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-wait", "-json", "-url", f.srv.URL, "node-2")
+		require.Equal(t, exitFailed, code, "a drain that did not finish fails a waiting script")
+		require.Contains(t, stderr, "node-2 still holds 2 files after the coordinator's DRAIN_TIMEOUT")
+		var res client.DeregisterResult
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		require.False(t, res.Drain.Complete)
+		require.Equal(t, 2, res.Drain.FilesRemaining)
+		require.Equal(t, client.TriggerDeregistered, res.Drain.Run.Trigger)
+	})
+	f.mu.Lock()
+	require.Equal(t, []string{"", "wait=true", "wait=true"}, f.drainQueries, "-wait, and only -wait, asks the coordinator to wait")
+	f.mu.Unlock()
+
+	t.Run("unknown node", func(t *testing.T) {
+		code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-json", "-url", f.srv.URL, "node-9")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stderr, "`dfs nodes` lists the known storage nodes")
+		require.Equal(t, []map[string]any{{"error": "NODE_NOT_FOUND", "message": "node node-9 not found", "status": float64(404),
+			"requestId": "req-fake-1"}}, jsonValues(t, stdout))
+	})
+}
+
+func TestNodesRejoin(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, _, stderr := runDFS(t, "", "nodes", "rejoin", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitFailed, code, "node-1 is not drained")
+	require.Contains(t, stderr, "not deregistered (409 CONFLICT)")
+
+	code, _, stderr = runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code, stderr)
+	code, stdout, stderr := runDFS(t, "", "nodes", "rejoin", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "node-1 is UNHEALTHY; it joins the ring after enough good health checks (`dfs nodes` shows when)\n", stdout)
+
+	code, _, _ = runDFS(t, "", "nodes", "drain", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code)
+	code, stdout, _ = runDFS(t, "", "nodes", "rejoin", "-json", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code)
+	var n client.Node
+	require.NoError(t, json.Unmarshal([]byte(stdout), &n))
+	require.Equal(t, client.NodeUnhealthy, n.Status)
+}
+
+func TestNodesSubcommandUsage(t *testing.T) {
+	url := newFakeCoordinator(t).srv.URL
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nodes", "-url", url, "drain", "node-1"}, "the subcommand comes first, flags after it: dfs nodes drain [flags] ID"},
+		{[]string{"nodes", "cordon", "node-1"}, `unknown subcommand "cordon" (drain or rejoin)`},
+		{[]string{"nodes", "drain"}, "dfs nodes drain: missing argument"},
+		{[]string{"nodes", "drain", "node-1", "node-2"}, `dfs nodes drain: unexpected argument "node-2"`},
+		{[]string{"nodes", "drain", "-wait=soon", "node-1"}, `invalid boolean value "soon" for -wait`},
+		{[]string{"nodes", "rejoin"}, "dfs nodes rejoin: missing argument"},
+		{[]string{"nodes", "rejoin", "-wait", "node-1"}, "flag provided but not defined: -wait"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runDFS(t, "", tt.args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, tt.want)
+		})
+	}
+}
+
 func TestHealthExitStatus(t *testing.T) {
 	tests := []struct {
 		status string
@@ -471,4 +599,104 @@ func TestCancelledPutStopsAtOnce(t *testing.T) {
 	require.Equal(t, exitFailed, code)
 	require.Equal(t, 1, strings.Count(errOut.String(), "interrupted; it was not stored"), "the second file is not tried:\n%s", errOut.String())
 	require.Zero(t, f.uploads)
+}
+
+// jsonValues decodes every JSON value printed on stdout, in order.
+func jsonValues(t *testing.T, stdout string) []map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var out []map[string]any
+	for dec.More() {
+		var v map[string]any
+		require.NoError(t, dec.Decode(&v), "stdout:\n%s", stdout)
+		out = append(out, v)
+	}
+	return out
+}
+
+// Under -json a failure is a JSON object on stdout, the exit status and the
+// human message on stderr staying as they are.
+func TestJSONErrors(t *testing.T) {
+	const unknown = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	t.Run("unreachable", func(t *testing.T) {
+		url := deadURL(t)
+		file := writeFile(t, t.TempDir(), "a.txt", "a")
+		for _, args := range [][]string{
+			{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
+			{"nodes"}, {"nodes", "drain", "node-1"}, {"nodes", "rejoin", "node-1"}, {"health"}, {"rebalance"},
+		} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, stdout, stderr := runDFS(t, "", append(args, "-json", "-url", url)...)
+				require.Equal(t, exitUnreachable, code, stderr)
+				require.Contains(t, stderr, "cannot reach the coordinator", "stderr keeps the human message")
+				values := jsonValues(t, stdout)
+				require.Len(t, values, 1)
+				require.Equal(t, "UNREACHABLE", values[0]["error"])
+				require.Contains(t, values[0]["message"], "cannot reach the coordinator at "+url)
+				require.NotContains(t, values[0], "status", "no answer, no status")
+			})
+		}
+	})
+	t.Run("error answers", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		for _, args := range [][]string{{"get", unknown}, {"info", unknown}, {"rm", unknown}, {"verify", unknown}} {
+			t.Run(args[0], func(t *testing.T) {
+				code, stdout, stderr := dfs(t, f.srv.URL, "", append(args, "-json")...)
+				require.Equal(t, exitFailed, code)
+				require.Contains(t, stderr, "`dfs ls`")
+				require.Equal(t, []map[string]any{{
+					"error": "FILE_NOT_FOUND", "message": "file " + unknown + " not found", "status": float64(404), "requestId": "req-fake-1",
+				}}, jsonValues(t, stdout))
+			})
+		}
+	})
+	t.Run("an answer not in the API's shape", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		defer srv.Close()
+		code, stdout, _ := runDFS(t, "", "ls", "-json", "-url", srv.URL)
+		require.Equal(t, exitFailed, code)
+		require.Equal(t, []map[string]any{{"error": "UNEXPECTED_ANSWER", "message": "404 page not found", "status": float64(404)}},
+			jsonValues(t, stdout))
+	})
+	t.Run("corrupt download", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		id := f.add("data.bin", []byte("data"))
+		f.corrupt = true
+		code, stdout, _ := dfs(t, f.srv.URL, "", "get", "-json", "-o", t.TempDir(), id)
+		require.Equal(t, exitFailed, code)
+		values := jsonValues(t, stdout)
+		require.Len(t, values, 1)
+		require.Equal(t, "CHECKSUM_MISMATCH", values[0]["error"])
+		require.Contains(t, values[0]["message"], "not to the declared")
+	})
+	t.Run("a local file in the way", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		id := f.add("a", []byte("a"))
+		path := writeFile(t, t.TempDir(), "a", "old")
+		code, stdout, _ := dfs(t, f.srv.URL, "", "get", "-json", "-o", path, id)
+		require.Equal(t, exitFailed, code)
+		values := jsonValues(t, stdout)
+		require.Len(t, values, 1)
+		require.Equal(t, "CONFLICT", values[0]["error"])
+		require.NotContains(t, values[0], "status")
+	})
+	t.Run("put: one value per file", func(t *testing.T) {
+		f := newFakeCoordinator(t)
+		dir := t.TempDir()
+		missing, good := filepath.Join(dir, "missing"), writeFile(t, dir, "good", "g")
+		code, stdout, _ := dfs(t, f.srv.URL, "", "put", "-json", missing, good)
+		require.Equal(t, exitFailed, code)
+		values := jsonValues(t, stdout)
+		require.Len(t, values, 2)
+		require.Equal(t, "INVALID_REQUEST", values[0]["error"])
+		require.Equal(t, missing, values[0]["file"])
+		require.Contains(t, values[0]["message"], "no such file or directory")
+		require.Equal(t, "good", values[1]["fileName"])
+
+		f.fail["POST /api/files"] = fakeAnswer{413, httpx.CodeFileTooLarge, "request exceeds the maximum file size"}
+		code, stdout, _ = dfs(t, f.srv.URL, "", "put", "-json", good)
+		require.Equal(t, exitFailed, code)
+		require.Equal(t, []map[string]any{{"error": "FILE_TOO_LARGE", "message": "request exceeds the maximum file size",
+			"status": float64(413), "requestId": "req-fake-1", "file": good}}, jsonValues(t, stdout))
+	})
 }

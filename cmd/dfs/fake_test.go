@@ -44,7 +44,11 @@ type fakeCoordinator struct {
 	verifyStatus  client.FileStatus
 	health        client.HealthReport
 	rebalance     client.RebalanceReport
-	uploads       int // uploads that reached the handler
+	uploads       int    // uploads that reached the handler
+	userAgent     string // of the latest request
+	deregistered  map[string]bool
+	drainLeft     int      // files a drain reports still on the node
+	drainQueries  []string // the query of every deregistration
 }
 
 type fakeFile struct {
@@ -56,6 +60,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	t.Helper()
 	f := &fakeCoordinator{
 		files:        map[string]*fakeFile{},
+		deregistered: map[string]bool{},
 		fail:         map[string]fakeAnswer{},
 		uploadStatus: client.FileActive,
 		verifyStatus: client.FileActive,
@@ -68,6 +73,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 			w.Header().Set("X-Request-Id", "req-fake-1")
 			f.mu.Lock()
 			forced, ok := f.fail[pattern]
+			f.userAgent = r.UserAgent()
 			f.mu.Unlock()
 			if ok {
 				httpx.WriteErrorCode(w, r, forced.status, forced.code, forced.msg)
@@ -84,6 +90,8 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	route("POST /api/files/{id}/verify", f.verify)
 	route("GET /api/nodes", f.nodes)
 	route("GET /api/nodes/ring", f.ring)
+	route("DELETE /api/nodes/{id}", f.deregister)
+	route("POST /api/nodes/{id}/rejoin", f.rejoin)
 	route("GET /api/health", f.clusterHealth)
 	route("POST /api/admin/rebalance", f.runRebalance)
 	f.srv = httptest.NewServer(mux)
@@ -255,6 +263,59 @@ func (f *fakeCoordinator) nodes(w http.ResponseWriter, _ *http.Request) {
 			BlobCount: ptr(int64(12)), BytesUsed: ptr(int64(3 << 20)), FreeBytes: ptr(int64(5 << 30))},
 		{NodeID: "node-2", Host: "127.0.0.1", Port: 9002, Status: client.NodeUnhealthy, KeyspaceSharePercent: 0, ConsecutiveFailures: 4},
 	})
+}
+
+// node finds a known node, answering 404 for any other; it holds f.mu.
+func (f *fakeCoordinator) node(w http.ResponseWriter, r *http.Request) (client.Node, bool) {
+	id := r.PathValue("id")
+	if id != "node-1" && id != "node-2" {
+		httpx.WriteErrorCode(w, r, http.StatusNotFound, httpx.CodeNodeNotFound, "node "+id+" not found")
+		return client.Node{}, false
+	}
+	n := client.Node{NodeID: id, Host: "127.0.0.1", Port: 9000, Status: client.NodeHealthy, OnRing: true}
+	if f.deregistered[id] {
+		n.Status, n.OnRing = client.NodeDeregistered, false
+	}
+	return n, true
+}
+
+func (f *fakeCoordinator) deregister(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drainQueries = append(f.drainQueries, r.URL.RawQuery)
+	n, ok := f.node(w, r)
+	if !ok {
+		return
+	}
+	f.deregistered[n.NodeID] = true
+	n.Status, n.OnRing = client.NodeDeregistered, false
+	res := client.DeregisterResult{Node: n, Drain: client.DrainReport{Node: n.NodeID, FilesRemaining: f.drainLeft, PendingUploads: 1}}
+	status := http.StatusAccepted
+	if r.URL.Query().Get("wait") == "true" {
+		res.Drain.Complete = f.drainLeft == 0
+		res.Drain.Run = &client.RebalanceReport{Trigger: client.TriggerDeregistered, FilesScanned: 9, FilesAffected: 4,
+			CopiesCreated: 4, CopiesRemoved: 4, UnrecoverableFiles: []string{}, DurationMs: 1500}
+		if res.Drain.Complete {
+			status = http.StatusOK
+		}
+	}
+	httpx.WriteJSON(w, status, res)
+}
+
+func (f *fakeCoordinator) rejoin(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.node(w, r)
+	if !ok {
+		return
+	}
+	if !f.deregistered[n.NodeID] {
+		httpx.WriteErrorCode(w, r, http.StatusConflict, httpx.CodeConflict, "node "+n.NodeID+" is HEALTHY, not deregistered")
+		return
+	}
+	delete(f.deregistered, n.NodeID)
+	n.Status, n.OnRing = client.NodeUnhealthy, false
+	httpx.WriteJSON(w, http.StatusOK, n)
 }
 
 func (f *fakeCoordinator) ring(w http.ResponseWriter, _ *http.Request) {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -47,13 +49,21 @@ func runPut(ctx context.Context, args []string, s stdio) int {
 	if len(paths) > 1 && (*key != "" || *name != "") {
 		return cc.usageError("-key and -name need exactly one FILE, got %d", len(paths))
 	}
+	if err := checkIdempotencyKey(*key); err != nil {
+		return cc.usageError("-key: %v", err)
+	}
+	if *ctype != "" {
+		if _, _, err := mime.ParseMediaType(*ctype); err != nil {
+			return cc.usageError("-type %q is not a content type such as text/plain: %v", *ctype, err)
+		}
+	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
 
 	failed := false
 	for _, path := range paths {
 		if err := cc.putOne(ctx, path, *name, client.UploadOptions{ContentType: *ctype, IdempotencyKey: *key}, !*quiet); err != nil {
-			code := cc.fail(err)
+			code := cc.failFile(path, err)
 			if code == exitUnreachable || ctx.Err() != nil {
 				return code
 			}
@@ -64,6 +74,21 @@ func runPut(ctx context.Context, args []string, s stdio) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkIdempotencyKey applies API.md's rule for an Idempotency-Key (1–255
+// printable ASCII characters, no spaces), so that a bad -key is a usage
+// error rather than a refused upload; "" means no key.
+func checkIdempotencyKey(key string) error {
+	if len(key) > 255 {
+		return errors.New("longer than 255 characters")
+	}
+	for _, c := range key {
+		if c < '!' || c > '~' {
+			return fmt.Errorf("%q: only printable ASCII without spaces", key)
+		}
+	}
+	return nil
 }
 
 func (cc *clientCmd) putOne(ctx context.Context, path, name string, opts client.UploadOptions, draw bool) error {
@@ -184,8 +209,7 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	info, err := download(ctx, cc.c, id, dest, *force, p)
 	p.done(err == nil)
 	if err != nil && ctx.Err() != nil {
-		fmt.Fprintf(cc.s.err, "dfs get: interrupted; nothing was saved\n")
-		return exitFailed
+		return cc.fail(errs.Wrap(errs.Other, ctx.Err(), "interrupted; nothing was saved"))
 	}
 	if err != nil {
 		return cc.fail(err)
@@ -288,6 +312,14 @@ func commit(tmp, dest string, force bool) error {
 	return nil
 }
 
+// maxPageSize is the largest page the API serves.
+const maxPageSize = 1000
+
+// fileStatuses are the states `dfs ls -status` may ask for.
+var fileStatuses = []client.FileStatus{
+	client.FilePending, client.FileActive, client.FileDegraded, client.FileRebalancing, client.FileFailed, client.FileDeleted,
+}
+
 const lsHelp = `usage: dfs ls [flags]
 
 Lists stored files, newest first, a page at a time. PENDING and DELETED
@@ -302,11 +334,22 @@ func runLs(ctx context.Context, args []string, s stdio) int {
 	if _, code, done := cc.parse(args, 0, 0); done {
 		return code
 	}
+	if *page < 0 {
+		return cc.usageError("-page must be 0 or more, got %d", *page)
+	}
+	if *size < 1 || *size > maxPageSize {
+		return cc.usageError("-size must be 1–%d, got %d", maxPageSize, *size)
+	}
 	var statuses []client.FileStatus
 	for _, st := range strings.Split(*status, ",") {
-		if st = strings.ToUpper(strings.TrimSpace(st)); st != "" {
-			statuses = append(statuses, client.FileStatus(st))
+		st = strings.ToUpper(strings.TrimSpace(st))
+		if st == "" {
+			continue
 		}
+		if !slices.Contains(fileStatuses, client.FileStatus(st)) {
+			return cc.usageError("-status: unknown state %q (use PENDING, ACTIVE, DEGRADED, REBALANCING, FAILED or DELETED)", st)
+		}
+		statuses = append(statuses, client.FileStatus(st))
 	}
 	list, err := cc.c.List(ctx, *page, *size, statuses)
 	if err != nil {

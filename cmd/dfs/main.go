@@ -46,6 +46,7 @@ func commands() map[string]command {
 		"nodes":     {summary: "list the storage nodes: status, ring membership, keyspace share", run: runNodes},
 		"health":    {summary: "show the cluster's health (exit status 0 only when UP)", run: runHealth},
 		"rebalance": {summary: "reconcile every file's copies with the ring now", run: runRebalance},
+		"version":   {summary: "print the version of this dfs (also `dfs --version`)", run: runVersion},
 	}
 }
 
@@ -61,13 +62,20 @@ func run(ctx context.Context, args []string, s stdio) int {
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			if cmd, ok := commands()[args[1]]; ok {
-				return cmd.run(ctx, []string{"-h"}, s)
-			}
+		if len(args) == 1 {
+			usage(s.out)
+			return 0
 		}
-		usage(s.out)
-		return 0
+		cmd, ok := commands()[args[1]]
+		if !ok {
+			fmt.Fprintf(s.err, "dfs help: unknown command %q\n\n", args[1])
+			usage(s.err)
+			return 2
+		}
+		// `dfs help nodes drain` is `dfs nodes drain -h`.
+		return cmd.run(ctx, append(slices.Clone(args[2:]), "-h"), s)
+	case "-version", "--version":
+		return runVersion(ctx, args[1:], s)
 	}
 	cmd, ok := commands()[name]
 	if !ok {
@@ -94,23 +102,44 @@ func usage(w io.Writer) {
 	io.WriteString(w, b.String())
 }
 
-// parseFlags parses a command's flags, reporting mistakes on stderr. When it
-// returns done, the command should exit with code at once: 0 after -h, 2 after
-// a bad flag or, if maxArgs >= 0, more than maxArgs arguments.
+// parseFlags parses a command's flags. When it returns done, the command
+// should exit with code at once: 0 after -h, 2 after a bad flag or, if
+// maxArgs >= 0, more than maxArgs arguments.
 func parseFlags(fs *flag.FlagSet, args []string, maxArgs int, s stdio) (code int, done bool) {
-	fs.SetOutput(s.err)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return 2, true
+	if code, done := parseOnce(fs, args, s); done {
+		return code, true
 	}
 	if maxArgs >= 0 && fs.NArg() > maxArgs {
-		fmt.Fprintf(s.err, "dfs %s: unexpected argument %q\n", fs.Name(), fs.Arg(maxArgs))
-		fs.Usage()
-		return 2, true
+		return badUsage(s, fs.Name(), "unexpected argument %q", fs.Arg(maxArgs)), true
 	}
 	return 0, false
+}
+
+// parseOnce runs fs.Parse with asked-for help on stdout, where it can be
+// paged or searched, and a mistake on stderr, named in one line with a
+// pointer to the help rather than the whole of it.
+func parseOnce(fs *flag.FlagSet, args []string, s stdio) (code int, done bool) {
+	// The flag package prints its own report of both; the command's are
+	// printed here instead.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(s.out)
+		fs.Usage()
+		return 0, true
+	default:
+		return badUsage(s, fs.Name(), "%v", err), true
+	}
+}
+
+// badUsage reports a wrong command line of the command name on stderr and
+// returns the exit code for it.
+func badUsage(s stdio, name, format string, args ...any) int {
+	fmt.Fprintf(s.err, "dfs %s: %s\nrun `dfs %s -h` for help\n", name, fmt.Sprintf(format, args...), name)
+	return 2
 }
 
 const ringHelp = `usage: dfs ring < script

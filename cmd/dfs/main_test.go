@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/buildinfo"
 )
 
 // runDFS runs the dispatcher in-process with stdin and returns the exit code,
@@ -31,16 +35,21 @@ func TestDispatcher(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{"help", []string{"help"}, 0, "usage: dfs <command>", ""},
 		{"-h", []string{"-h"}, 0, "usage: dfs <command>", ""},
-		{"help for a command", []string{"help", "ring"}, 0, "", "REPLICAS <key> <n>"},
+		{"help for a command", []string{"help", "ring"}, 0, "REPLICAS <key> <n>", ""},
+		{"help for an unknown command", []string{"help", "frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"help for a subcommand", []string{"help", "cluster", "up"}, 0, "-node-port", ""},
+		{"ring -h", []string{"ring", "-h"}, 0, "REPLICAS <key> <n>", ""},
+		{"ring -help", []string{"ring", "-help"}, 0, "REPLICAS <key> <n>", ""},
 		{"ring rejects arguments", []string{"ring", "extra"}, 2, "", `unexpected argument "extra"`},
 		{"ring rejects unknown flags", []string{"ring", "-x"}, 2, "", "flag provided but not defined: -x"},
 		{"cluster without subcommand", []string{"cluster"}, 2, "", "usage: dfs cluster <subcommand>"},
 		{"cluster unknown subcommand", []string{"cluster", "down"}, 2, "", `unknown subcommand "down"`},
 		{"cluster -h", []string{"cluster", "-h"}, 0, "usage: dfs cluster <subcommand>", ""},
-		{"cluster up -h", []string{"cluster", "up", "-h"}, 0, "", "-node-port"},
+		{"cluster up -h", []string{"cluster", "up", "-h"}, 0, "-node-port", ""},
 		{"cluster up bad flag", []string{"cluster", "up", "-nodes", "many"}, 2, "", `invalid value "many" for flag -nodes`},
 		{"cluster up without nodes", []string{"cluster", "up", "-nodes", "0"}, 2, "", "-nodes must be at least 1"},
 		{"cluster up stray argument", []string{"cluster", "up", "now"}, 2, "", `unexpected argument "now"`},
+		{"a mistake points at the help", []string{"cluster", "up", "-nodes", "many"}, 2, "", "run `dfs cluster up -h` for help"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +67,27 @@ func TestDispatcher(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		t.Run(args[0], func(t *testing.T) {
+			code, stdout, stderr := runDFS(t, "", args...)
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, "dfs "+buildinfo.Version()+"\n", stdout)
+			require.Empty(t, stderr)
+
+			code, stdout, stderr = runDFS(t, "", append(args, "-json")...)
+			require.Equal(t, 0, code, stderr)
+			var v versionInfo
+			require.NoError(t, json.Unmarshal([]byte(stdout), &v))
+			require.Equal(t, versionInfo{Version: buildinfo.Version(), Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}, v)
+		})
+	}
+	code, stdout, stderr := runDFS(t, "", "version", "now")
+	require.Equal(t, 2, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, `dfs version: unexpected argument "now"`)
 }
 
 func TestUsageListsEveryCommand(t *testing.T) {

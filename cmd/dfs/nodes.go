@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -10,15 +11,40 @@ import (
 )
 
 const nodesHelp = `usage: dfs nodes [flags]
+       dfs nodes drain [flags] ID
+       dfs nodes rejoin [flags] ID
 
 Lists every known storage node: its state, whether it is on the ring, its
 share of the keyspace, its address and when it was last probed.
+
+  drain    take a node off the ring for good and move its copies elsewhere
+  rejoin   re-admit a drained node
+
+` + "`dfs nodes drain -h`" + ` and ` + "`dfs nodes rejoin -h`" + ` describe them.
 `
 
+// nodeSubcommands are the subcommands of `dfs nodes`; without one it lists.
+var nodeSubcommands = map[string]func(context.Context, []string, stdio) int{
+	"drain":  runDrain,
+	"rejoin": runRejoin,
+}
+
 func runNodes(ctx context.Context, args []string, s stdio) int {
+	if len(args) > 0 {
+		if sub, ok := nodeSubcommands[args[0]]; ok {
+			return sub(ctx, args[1:], s)
+		}
+	}
 	cc := newClientCmd("nodes", nodesHelp, s)
-	if _, code, done := cc.parse(args, 0, 0); done {
+	pos, code, done := cc.parse(args, 0, -1)
+	if done {
 		return code
+	}
+	if len(pos) > 0 {
+		if _, ok := nodeSubcommands[pos[0]]; ok {
+			return cc.usageError("the subcommand comes first, flags after it: dfs nodes %s [flags] ID", pos[0])
+		}
+		return cc.usageError("unknown subcommand %q (drain or rejoin)", pos[0])
 	}
 	nodes, err := cc.c.Nodes(ctx)
 	if err != nil {
@@ -66,6 +92,93 @@ func ago(now time.Time, t *time.Time) string {
 		return "just now"
 	}
 	return d.String() + " ago"
+}
+
+const drainHelp = `usage: dfs nodes drain [flags] ID
+
+Deregisters the storage node ID and drains it: it leaves the ring at once
+and stays DEREGISTERED until ` + "`dfs nodes rejoin`" + `. Its copies keep serving
+reads until each of its files has its copies on the nodes the ring now
+names; then they are removed. Draining a drained node again only shows the
+progress.
+
+Without -wait the drain goes on in the background and the progress so far
+is printed. With -wait the coordinator runs it before answering, bounded by
+its DRAIN_TIMEOUT, and prints the report of the last round; the exit
+status is then 1 when files remain on the node.
+`
+
+func runDrain(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("nodes drain", drainHelp, s)
+	wait := cc.fs.Bool("wait", false, "wait for the drain to finish (bounded by the coordinator's DRAIN_TIMEOUT)")
+	pos, code, done := cc.parse(args, 1, 1)
+	if done {
+		return code
+	}
+	res, err := cc.c.Deregister(ctx, pos[0], *wait)
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(res)
+	} else {
+		printDrain(cc.s.out, res)
+	}
+	if *wait && !res.Drain.Complete {
+		fmt.Fprintf(cc.s.err, "dfs nodes drain: %s still holds %d files after the coordinator's DRAIN_TIMEOUT\n  the drain goes on in the background; `dfs nodes drain %s` shows its progress\n",
+			pos[0], res.Drain.FilesRemaining, pos[0])
+		return exitFailed
+	}
+	return exitOK
+}
+
+func printDrain(w io.Writer, res client.DeregisterResult) {
+	d := res.Drain
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ring := "still on the ring"
+	if !res.Node.OnRing {
+		ring = "off the ring"
+	}
+	fmt.Fprintf(tw, "node\t%s, %s, %s\n", res.Node.NodeID, res.Node.Status, ring)
+	if d.Complete {
+		fmt.Fprintf(tw, "drain\tcomplete: the node holds no file\n")
+	} else {
+		fmt.Fprintf(tw, "drain\tin progress: %d files still to move\n", d.FilesRemaining)
+	}
+	if d.PendingUploads > 0 {
+		fmt.Fprintf(tw, "uploads in flight\t%d (they do not hold the drain up)\n", d.PendingUploads)
+	}
+	tw.Flush()
+	if d.Run != nil {
+		fmt.Fprintln(w, "\nlast round:")
+		printRebalanceReport(w, *d.Run)
+	}
+}
+
+const rejoinHelp = `usage: dfs nodes rejoin [flags] ID
+
+Re-admits the drained (DEREGISTERED) storage node ID. It becomes UNHEALTHY
+and re-enters the ring after the coordinator's HEALTH_SUCCESS_THRESHOLD
+good health checks in a row; ` + "`dfs nodes`" + ` shows when. Rejoining a node that
+is not drained fails (409 CONFLICT).
+`
+
+func runRejoin(ctx context.Context, args []string, s stdio) int {
+	cc := newClientCmd("nodes rejoin", rejoinHelp, s)
+	pos, code, done := cc.parse(args, 1, 1)
+	if done {
+		return code
+	}
+	n, err := cc.c.Rejoin(ctx, pos[0])
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(n)
+		return exitOK
+	}
+	fmt.Fprintf(cc.s.out, "%s is %s; it joins the ring after enough good health checks (`dfs nodes` shows when)\n", n.NodeID, n.Status)
+	return exitOK
 }
 
 const healthHelp = `usage: dfs health [flags]
@@ -136,20 +249,7 @@ func runRebalance(ctx context.Context, args []string, s stdio) int {
 	if cc.json {
 		cc.printJSON(rep)
 	} else {
-		tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "trigger\t%s\n", rep.Trigger)
-		if rep.Skipped {
-			fmt.Fprintf(tw, "skipped\tanother coordinator was running the same rebalance\n")
-		}
-		fmt.Fprintf(tw, "files scanned\t%d\n", rep.FilesScanned)
-		fmt.Fprintf(tw, "files affected\t%d\n", rep.FilesAffected)
-		fmt.Fprintf(tw, "copies created\t%d\n", rep.CopiesCreated)
-		fmt.Fprintf(tw, "copies removed\t%d\n", rep.CopiesRemoved)
-		fmt.Fprintf(tw, "primaries promoted\t%d\n", rep.PrimariesPromoted)
-		fmt.Fprintf(tw, "failures\t%d\n", rep.Failures)
-		fmt.Fprintf(tw, "unrecoverable files\t%s\n", orNone(rep.UnrecoverableFiles))
-		fmt.Fprintf(tw, "took\t%s\n", time.Duration(rep.DurationMs)*time.Millisecond)
-		tw.Flush()
+		printRebalanceReport(cc.s.out, rep)
 	}
 	if rep.Failures > 0 || len(rep.UnrecoverableFiles) > 0 {
 		fmt.Fprintf(cc.s.err, "dfs rebalance: %d failures, %d unrecoverable files\n  `dfs nodes` shows which nodes are down; the repair loop retries\n",
@@ -157,4 +257,21 @@ func runRebalance(ctx context.Context, args []string, s stdio) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+func printRebalanceReport(w io.Writer, rep client.RebalanceReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "trigger\t%s\n", rep.Trigger)
+	if rep.Skipped {
+		fmt.Fprintf(tw, "skipped\tanother coordinator was running the same rebalance\n")
+	}
+	fmt.Fprintf(tw, "files scanned\t%d\n", rep.FilesScanned)
+	fmt.Fprintf(tw, "files affected\t%d\n", rep.FilesAffected)
+	fmt.Fprintf(tw, "copies created\t%d\n", rep.CopiesCreated)
+	fmt.Fprintf(tw, "copies removed\t%d\n", rep.CopiesRemoved)
+	fmt.Fprintf(tw, "primaries promoted\t%d\n", rep.PrimariesPromoted)
+	fmt.Fprintf(tw, "failures\t%d\n", rep.Failures)
+	fmt.Fprintf(tw, "unrecoverable files\t%s\n", orNone(rep.UnrecoverableFiles))
+	fmt.Fprintf(tw, "took\t%s\n", time.Duration(rep.DurationMs)*time.Millisecond)
+	tw.Flush()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -95,8 +96,10 @@ func New(o Options) http.Handler {
 	r.MethodNotAllowed(httpx.MethodNotAllowedHandler)
 	r.Use(httpx.RequestID, httpx.AccessLog(o.Logger, o.Observe), httpx.Recover(o.Logger))
 
+	// The version lets an operator see which build each replica runs
+	// without a shell on its host.
 	r.Get("/health/live", func(w http.ResponseWriter, _ *http.Request) {
-		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "UP"})
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "UP", "version": buildinfo.Version()})
 	})
 	r.Get("/health/ready", s.ready)
 	if o.Metrics != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/openapi"
@@ -208,4 +209,14 @@ func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
 			openapitest.ValidateRecorder(t, req, w)
 		})
 	}
+}
+
+// The liveness answer names the build, so that an operator can tell which
+// version each coordinator runs from its health endpoint alone.
+func TestLivenessNamesTheBuild(t *testing.T) {
+	h := api.New(api.Options{Health: fakeHealth{report: api.HealthReport{Status: api.HealthUp}}})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/health/live", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	require.JSONEq(t, `{"status":"UP","version":"`+buildinfo.Version()+`"}`, w.Body.String())
 }

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// Token, when set, is sent as "Authorization: Bearer <token>" (the
 	// coordinator's CLUSTER_TOKEN, which node registration needs).
 	Token string
+	// UserAgent names the program in every request's User-Agent, for the
+	// coordinator's access log. Default: "dfs-client/<version>", the
+	// version being buildinfo.Version().
+	UserAgent string
 }
 
 // idleConnsPerHost is how many idle connections the default transport keeps.
@@ -46,9 +51,10 @@ const idleConnsPerHost = 64
 
 // Client talks to one coordinator. It is safe for concurrent use.
 type Client struct {
-	base  string // scheme://host[:port][/prefix], no trailing slash
-	hc    *http.Client
-	token string
+	base      string // scheme://host[:port][/prefix], no trailing slash
+	hc        *http.Client
+	token     string
+	userAgent string
 }
 
 // New returns a client for the coordinator at baseURL, such as
@@ -71,7 +77,11 @@ func New(baseURL string, opts Options) (*Client, error) {
 		t.MaxIdleConnsPerHost = idleConnsPerHost
 		hc = &http.Client{Transport: t}
 	}
-	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: hc, token: opts.Token}, nil
+	ua := opts.UserAgent
+	if ua == "" {
+		ua = "dfs-client/" + buildinfo.Version()
+	}
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: hc, token: opts.Token, userAgent: ua}, nil
 }
 
 // BaseURL returns the coordinator's URL as the client uses it.
@@ -96,6 +106,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 		return nil, errs.Wrap(errs.Invalid, err, "build %s %s", method, path)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 )
@@ -287,4 +288,24 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 	// few more than one per caller can open; without reuse it is hundreds.
 	require.LessOrEqual(t, opened.Load(), int64(4*workers),
 		"connections opened for %d requests from %d goroutines", workers*calls, workers)
+}
+
+func TestUserAgent(t *testing.T) {
+	agents := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		io.WriteString(w, `[]`)
+	}))
+	t.Cleanup(srv.Close)
+	tests := []struct{ given, want string }{
+		{"", "dfs-client/" + buildinfo.Version()},
+		{"dfs-cli/v9", "dfs-cli/v9"},
+	}
+	for _, tt := range tests {
+		c, err := New(srv.URL, Options{UserAgent: tt.given})
+		require.NoError(t, err)
+		_, err = c.Nodes(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, tt.want, <-agents)
+	}
 }

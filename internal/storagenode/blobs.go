@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -250,7 +251,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) live(w http.ResponseWriter, _ *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, wire.Health{Status: wire.StatusUp, DiskID: s.DiskID()})
+	httpx.WriteJSON(w, http.StatusOK, wire.Health{Status: wire.StatusUp, DiskID: s.DiskID(), Version: buildinfo.Version()})
 }
 
 // ready answers 503 when the data directory is unusable. A full disk is

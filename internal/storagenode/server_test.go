@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -296,7 +297,8 @@ func TestHealth(t *testing.T) {
 	up := `{"status":"UP","diskId":"` + n.DiskID + `"}`
 	resp, body := n.request(t, http.MethodGet, "/health/live", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.JSONEq(t, up, string(body))
+	require.JSONEq(t, `{"status":"UP","diskId":"`+n.DiskID+`","version":"`+buildinfo.Version()+`"}`, string(body),
+		"liveness names the build the node runs")
 	resp, body = n.request(t, http.MethodGet, "/health/ready", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.JSONEq(t, up, string(body))

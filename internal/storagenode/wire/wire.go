@@ -95,6 +95,9 @@ type Health struct {
 	// coordinator's probes notice a replaced disk even between
 	// registrations. Empty from a node older than identities.
 	DiskID string `json:"diskId,omitempty"`
+	// Version is the node's build (buildinfo.Version), in liveness answers
+	// only: it says which build runs, not whether it is ready.
+	Version string `json:"version,omitempty"`
 }
 
 // Registration is what a node POSTs to the coordinator's PathRegister.
