@@ -12,9 +12,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// The override that publishes the bundled PostgreSQL and Redis to the host.
+const dbPortsFile = "docker-compose.db-ports.yml"
+
 // composeFile is the part of the Compose specification docker-compose.yml uses.
 type composeFile struct {
-	Name     string                    `yaml:"name"`
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]any            `yaml:"volumes"`
 }
@@ -40,10 +42,29 @@ type composeService struct {
 
 func loadCompose(t *testing.T) composeFile {
 	t.Helper()
+	return loadComposeFile(t, "docker-compose.yml")
+}
+
+func loadComposeFile(t *testing.T, rel string) composeFile {
+	t.Helper()
 	var c composeFile
-	require.NoError(t, yaml.Unmarshal([]byte(readRepoFile(t, "docker-compose.yml")), &c), "docker-compose.yml parses")
-	require.NotEmpty(t, c.Services)
+	require.NoError(t, yaml.Unmarshal([]byte(readRepoFile(t, rel)), &c), "%s parses", rel)
+	require.NotEmpty(t, c.Services, rel)
 	return c
+}
+
+// topLevelKeys are a Compose file's top-level keys, x- extensions left out.
+func topLevelKeys(t *testing.T, rel string) []string {
+	t.Helper()
+	var top map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(readRepoFile(t, rel)), &top), "%s parses", rel)
+	var keys []string
+	for _, k := range sortedKeys(top) {
+		if !strings.HasPrefix(k, "x-") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // interpolate expands Compose's ${VAR}, ${VAR:-default}, ${VAR-default} and
@@ -131,7 +152,6 @@ func composeEnv(t *testing.T, binary string, svc composeService, dotenv map[stri
 // TestComposeServices: the topology the README and the demo rely on.
 func TestComposeServices(t *testing.T) {
 	c := loadCompose(t)
-	require.Equal(t, "dfs", c.Name)
 	want := []string{"coordinator", "postgres", "redis", "storage-node-1", "storage-node-2", "storage-node-3", "storage-node-4"}
 	require.Equal(t, want, sortedKeys(c.Services))
 
@@ -141,6 +161,9 @@ func TestComposeServices(t *testing.T) {
 	require.Equal(t, []string{"CMD", "redis-cli", "ping"}, c.Services["redis"].Healthcheck.Test)
 	require.Equal(t, "service_healthy", c.Services["coordinator"].DependsOn["postgres"].Condition)
 	require.Equal(t, coordinatorBin, daemonOf(t, c.Services["coordinator"]))
+	for _, db := range []string{"postgres", "redis"} {
+		require.Empty(t, c.Services[db].Ports, "%s stays on the internal network unless %s is added", db, dbPortsFile)
+	}
 
 	for i := 1; i <= 4; i++ {
 		name := fmt.Sprintf("storage-node-%d", i)
@@ -162,6 +185,70 @@ func TestComposeServices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestComposeBothGenerations: nothing in the Compose files that docker-compose
+// 1.29 (v1) rejects or the v2 plugin warns about — no top-level name, which v1
+// refuses, and no version, which v2 calls obsolete — and the project name
+// that the file cannot carry comes from .env, which both read.
+func TestComposeBothGenerations(t *testing.T) {
+	require.Equal(t, []string{"services", "volumes"}, topLevelKeys(t, "docker-compose.yml"))
+	require.Equal(t, []string{"services"}, topLevelKeys(t, dbPortsFile))
+	e := loadEnvExample(t)
+	require.Equal(t, "dfs", e.values["COMPOSE_PROJECT_NAME"], ".env.example names the project, as the file cannot")
+	for _, svc := range loadCompose(t).Services {
+		require.NotEmpty(t, svc.ContainerName, "the containers' names do not depend on the project's")
+	}
+}
+
+// TestComposeDBPorts: the override publishes exactly the two databases, on
+// loopback only, on host ports from .env that no other service takes, and
+// .env.example's commented COMPOSE_FILE line turns it on.
+func TestComposeDBPorts(t *testing.T) {
+	base := loadCompose(t)
+	dotenv := loadEnvExample(t).values
+	taken := map[string]string{}
+	for name, svc := range base.Services {
+		for _, p := range svc.Ports {
+			host, _, _ := strings.Cut(interpolate(t, p, dotenv, map[string]bool{}), ":")
+			taken[host] = name
+		}
+	}
+	coord := composeEnv(t, coordinatorBin, base.Services["coordinator"], dotenv)
+	servicePort := map[string]string{}
+	for key, svc := range map[string]string{"DATABASE_URL": "postgres", "REDIS_URL": "redis"} {
+		u, err := url.Parse(coord[key])
+		require.NoError(t, err, key)
+		servicePort[svc] = u.Port()
+	}
+
+	var raw struct {
+		Services map[string]map[string]any `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(readRepoFile(t, dbPortsFile)), &raw))
+	require.Equal(t, []string{"postgres", "redis"}, sortedKeys(raw.Services))
+	override := loadComposeFile(t, dbPortsFile)
+	for name, svc := range override.Services {
+		require.Equal(t, []string{"ports"}, sortedKeys(raw.Services[name]), "%s: the override adds ports and nothing else", name)
+		require.Len(t, svc.Ports, 1, name)
+		p := svc.Ports[0]
+		named := map[string]bool{}
+		parts := strings.Split(interpolate(t, p, dotenv, named), ":")
+		require.Len(t, parts, 3, "%s publishes IP:HOST:CONTAINER, got %q", name, p)
+		require.Equal(t, "127.0.0.1", parts[0], "%s: loopback only, the development password must not reach the network", name)
+		require.Len(t, named, 1, "%s: the host port %q comes from .env", name, p)
+		require.Equal(t, parts[1], strings.Split(interpolate(t, p, nil, map[string]bool{}), ":")[1], "%s: the default in %q", name, p)
+		require.Equal(t, servicePort[name], parts[2], "%s publishes the port the coordinator uses", name)
+		require.NotContains(t, taken, parts[1], "%s and %s publish host port %s", name, taken[parts[1]], parts[1])
+		taken[parts[1]] = name
+	}
+
+	var composeFiles []string
+	for _, entry := range loadEnvExample(t).entries["COMPOSE_FILE"] {
+		require.True(t, entry.commented, "publishing the databases is a choice, off by default")
+		composeFiles = append(composeFiles, entry.value)
+	}
+	require.Equal(t, []string{"docker-compose.yml:" + dbPortsFile}, composeFiles)
 }
 
 // TestComposeEnvironment: every variable set on a dfs container is one its

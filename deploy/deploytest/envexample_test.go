@@ -57,30 +57,37 @@ func loadEnvExample(t *testing.T) envExample {
 	return e
 }
 
-// composeVariables returns every variable docker-compose.yml interpolates,
-// and, per daemon, those passed straight through as NAME: ${NAME:-}.
+// composeOwnVariables are the variables Compose itself reads from .env,
+// rather than interpolating them into a file.
+var composeOwnVariables = map[string]bool{"COMPOSE_PROJECT_NAME": true, "COMPOSE_FILE": true}
+
+// composeVariables returns every variable docker-compose.yml and its
+// database-ports override interpolate, and, per daemon, those passed straight
+// through as NAME: ${NAME:-}.
 func composeVariables(t *testing.T) (named map[string]bool, passed map[string]map[string]bool) {
 	t.Helper()
-	c := loadCompose(t)
 	named = map[string]bool{}
 	passed = map[string]map[string]bool{coordinatorBin: {}, storageNodeBin: {}}
-	for _, svc := range c.Services {
-		binary := daemonOf(t, svc)
-		for k, v := range svc.Environment {
-			interpolate(t, v, nil, named)
-			if binary != "" && v == "${"+k+":-}" {
-				passed[binary][k] = true
+	for _, file := range []string{"docker-compose.yml", dbPortsFile} {
+		for _, svc := range loadComposeFile(t, file).Services {
+			binary := daemonOf(t, svc)
+			for k, v := range svc.Environment {
+				interpolate(t, v, nil, named)
+				if binary != "" && v == "${"+k+":-}" {
+					passed[binary][k] = true
+				}
 			}
-		}
-		for _, p := range svc.Ports {
-			interpolate(t, p, nil, named)
+			for _, p := range svc.Ports {
+				interpolate(t, p, nil, named)
+			}
 		}
 	}
 	return named, passed
 }
 
 // TestEnvExampleListsEveryVariable: every variable either daemon reads is in
-// .env.example, and every name there is read by a daemon or used by Compose.
+// .env.example, and every name there is read by a daemon or used by Compose,
+// in a file or as one of its own settings.
 func TestEnvExampleListsEveryVariable(t *testing.T) {
 	e := loadEnvExample(t)
 	named, _ := composeVariables(t)
@@ -98,7 +105,7 @@ func TestEnvExampleListsEveryVariable(t *testing.T) {
 		}
 	}
 	for _, name := range sortedKeys(e.entries) {
-		require.True(t, read[name] || named[name], ".env.example lists %s, which no binary reads and Compose does not use", name)
+		require.True(t, read[name] || named[name] || composeOwnVariables[name], ".env.example lists %s, which no binary reads and Compose does not use", name)
 	}
 }
 
