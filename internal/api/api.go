@@ -110,6 +110,7 @@ func New(o Options) http.Handler {
 	r.Method(http.MethodGet, openapi.DocumentPath, docs)
 	r.Method(http.MethodGet, "/swagger-ui", docs)
 	r.Method(http.MethodGet, openapi.UIPath+"*", docs)
+	r.Get("/", home)
 
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/files", s.upload)
@@ -131,6 +132,23 @@ func New(o Options) http.Handler {
 		r.Post("/admin/health-check", s.healthCheck)
 	})
 	return r
+}
+
+// home sends a browser that opens the coordinator to Swagger UI, until the
+// console takes / over. Only exactly / is redirected; any other unknown path
+// stays the router's JSON 404.
+//
+// 302 Found, because the move is temporary: a 301 or 308 is cached by
+// browsers, which would keep sending / to Swagger UI once it leads to the
+// console. For a GET, 303 and 307 would act the same as 302; 303 says "the
+// result of your request is elsewhere", meant for the answer to a POST, and
+// 307's promise to keep the method means nothing here, so the plain
+// temporary redirect every client has always followed is the clearest.
+// The Location is relative, as the UI's own redirect, so it also works
+// behind a proxy that adds a path prefix.
+func home(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Location", strings.TrimPrefix(openapi.UIPath, "/"))
+	w.WriteHeader(http.StatusFound)
 }
 
 // requireToken enforces CLUSTER_TOKEN as a bearer token.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +94,50 @@ func TestOpenAPIAndSwaggerUIAreServed(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
 	require.Equal(t, openapi.Document(), rec.Body.Bytes())
+}
+
+// Exactly / leads a browser to Swagger UI with a temporary redirect (the
+// console will take / later); every other unknown path keeps the JSON 404.
+func TestRootRedirectsToSwaggerUI(t *testing.T) {
+	h := api.New(api.Options{})
+	tests := []struct {
+		method, target string
+		status         int
+		location, code string
+	}{
+		{http.MethodGet, "/", http.StatusFound, "swagger-ui/", ""},
+		{http.MethodGet, "/?x=1", http.StatusFound, "swagger-ui/", ""},
+		{http.MethodGet, "/index.html", http.StatusNotFound, "", "NOT_FOUND"},
+		{http.MethodGet, "/console/", http.StatusNotFound, "", "NOT_FOUND"},
+		{http.MethodGet, "/api", http.StatusNotFound, "", "NOT_FOUND"},
+		{http.MethodPost, "/", http.StatusMethodNotAllowed, "", "METHOD_NOT_ALLOWED"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.target, nil)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, tc.status, rec.Code, "body: %s", rec.Body)
+			require.Equal(t, tc.location, rec.Header().Get("Location"))
+			if tc.code != "" {
+				var body struct{ Error string }
+				require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "body: %s", rec.Body)
+				require.Equal(t, tc.code, body.Error)
+			}
+			openapitest.ValidateRecorder(t, req, rec)
+		})
+	}
+
+	// The relative Location, resolved against / as a browser does, is the
+	// page Swagger UI serves.
+	target, err := url.Parse("http://coordinator.test/")
+	require.NoError(t, err)
+	loc, err := target.Parse("swagger-ui/")
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, loc.Path, nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
 }
 
 // Fakes embed the interface so methods added to it later need no change

@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,7 +149,12 @@ func TestSwaggerUIRendersInHeadlessChromium(t *testing.T) {
 	defer srv.Close()
 	require.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), "the test server must be on loopback: %s", srv.URL)
 
-	dom, requested := loadPage(t, bin, srv.URL, openapi.UIPath)
+	doc, err := openapitest.Document()
+	require.NoError(t, err)
+	// A deep link opens the upload, so its answers and their examples are
+	// rendered too; the other operations stay listed.
+	upload := doc.Paths.Find("/api/files").Post
+	dom, requested := loadPage(t, bin, srv.URL, openapi.UIPath+"#/"+upload.Tags[0]+"/"+upload.OperationID)
 	// Swagger UI breaks paths with zero-width spaces so they can wrap.
 	text := strings.ReplaceAll(html.UnescapeString(dom), "\u200b", "")
 
@@ -158,8 +165,6 @@ func TestSwaggerUIRendersInHeadlessChromium(t *testing.T) {
 			t.Fatalf("%s: the rendered page lacks %q; the end of its DOM:\n%s", what, want, text[max(0, len(text)-3000):])
 		}
 	}
-	doc, err := openapitest.Document()
-	require.NoError(t, err)
 	has(doc.Info.Title, "the document's title is not rendered")
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -169,6 +174,26 @@ func TestSwaggerUIRendersInHeadlessChromium(t *testing.T) {
 	}
 	has("/api/files/{fileId}/verify", "the verify operation is not listed")
 	has("Re-hash every copy of a file", "the verify operation's summary is not listed")
+
+	// Each answer shows its own example, not one made up from the schema
+	// (which once put {"status": 599, "error": "FILE_NOT_FOUND"} under every
+	// error): the upload's first 201 example, and error examples with their
+	// own status and code.
+	active := upload.Responses.Status(http.StatusCreated).Value.Content.Get("application/json").Examples["active"].Value.Value.(map[string]any)
+	for _, tc := range []struct {
+		status int
+		want   []string
+	}{
+		{http.StatusCreated, []string{`"fileId": "` + active["fileId"].(string) + `"`, `"status": "ACTIVE"`}},
+		{http.StatusBadRequest, []string{`"status": 400`, `"error": "INVALID_REQUEST"`}},
+		{http.StatusRequestEntityTooLarge, []string{`"status": 413`, `"error": "FILE_TOO_LARGE"`}},
+		{http.StatusServiceUnavailable, []string{`"status": 503`, `"error": "NO_HEALTHY_NODES"`}},
+	} {
+		row := responseRow(t, dom, tc.status)
+		for _, want := range tc.want {
+			require.Contains(t, row, want, "the upload's %d answer does not show its example", tc.status)
+		}
+	}
 
 	// Everything the page asked for came from the binary: no request it
 	// started left the test server, and the server saw the assets.
@@ -181,4 +206,18 @@ func TestSwaggerUIRendersInHeadlessChromium(t *testing.T) {
 		"/swagger-ui/init.js", "/swagger-ui/swagger-ui.css", "/openapi.json"} {
 		require.Contains(t, seen, want, "the browser never asked for %s; it asked for %v", want, seen)
 	}
+}
+
+// responseRow returns the text of the row of Swagger UI's response table for
+// status, tags stripped and white space collapsed, as a reader sees it.
+func responseRow(t *testing.T, dom string, status int) string {
+	t.Helper()
+	start := strings.Index(dom, `data-code="`+strconv.Itoa(status)+`"`)
+	require.GreaterOrEqual(t, start, 0, "no response row for %d is rendered", status)
+	row := dom[start:]
+	if end := strings.Index(row[1:], `<tr class="response`); end >= 0 {
+		row = row[:end+1]
+	}
+	row = html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(row, ""))
+	return strings.Join(strings.Fields(strings.ReplaceAll(row, "\u200b", "")), " ")
 }
