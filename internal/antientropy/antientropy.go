@@ -45,12 +45,11 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
-	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // Kind names what the sweep found wrong with a copy.
@@ -77,7 +76,7 @@ type Store interface {
 
 // Nodes lists what a storage node holds and removes orphans.
 type Nodes interface {
-	List(ctx context.Context, base, after string, limit int) (nodeclient.List, error)
+	List(ctx context.Context, base, after string, limit int) (wire.BlobList, error)
 	Delete(ctx context.Context, base, id string) error
 }
 
@@ -444,7 +443,7 @@ type work struct {
 
 // checkPage compares one page of files with what the nodes hold in the same
 // id range and hands every file found wrong to the reconciler.
-func (s *Sweeper) checkPage(ctx context.Context, page []meta.FileRecord, held map[string]map[string]blob.Info, rep *Report) {
+func (s *Sweeper) checkPage(ctx context.Context, page []meta.FileRecord, held map[string]map[string]wire.BlobInfo, rep *Report) {
 	rg := s.o.Cluster.Ring()
 	now := s.o.Now()
 	listed := make(map[string]bool, len(page))
@@ -565,7 +564,7 @@ func (s *Sweeper) forget(key copyKey) {
 	delete(s.seen, key)
 }
 
-func (s *Sweeper) forgetFile(id string, held map[string]map[string]blob.Info) {
+func (s *Sweeper) forgetFile(id string, held map[string]map[string]wire.BlobInfo) {
 	for node := range held {
 		s.forget(copyKey{id, node})
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // fakeNodes serves each node's blobs from a blob.Memory; node ids double as
@@ -49,14 +51,15 @@ func newFakeNodes(ids ...string) *fakeNodes {
 	return f
 }
 
-func (f *fakeNodes) Head(ctx context.Context, base, id string) (blob.Info, error) {
+func (f *fakeNodes) Head(ctx context.Context, base, id string) (wire.BlobInfo, error) {
 	f.mu.Lock()
 	torn := f.torn[copyKey{id, base}]
 	f.mu.Unlock()
 	if torn {
-		return blob.Info{}, errs.E(errs.Corrupt, "sidecar of %s is malformed", id)
+		return wire.BlobInfo{}, errs.E(errs.Corrupt, "sidecar of %s is malformed", id)
 	}
-	return f.stores[base].Stat(ctx, id)
+	info, err := f.stores[base].Stat(ctx, id)
+	return nodetest.WireInfo(info), err
 }
 
 func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
@@ -64,12 +67,13 @@ func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Rang
 	if err != nil {
 		return nil, err
 	}
-	return &nodeclient.Object{Body: rc, Info: info, ContentLength: info.Size}, nil
+	return &nodeclient.Object{Body: rc, Info: nodetest.WireInfo(info), ContentLength: info.Size}, nil
 }
 
-func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error) {
+func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error) {
 	f.note("put " + base + " " + id)
-	return f.stores[base].Receive(ctx, id, checksum, size, body)
+	info, created, err := f.stores[base].Receive(ctx, id, checksum, size, body)
+	return nodetest.WireInfo(info), created, err
 }
 
 func (f *fakeNodes) Delete(ctx context.Context, base, id string) error {
@@ -80,26 +84,27 @@ func (f *fakeNodes) Delete(ctx context.Context, base, id string) error {
 	return f.stores[base].Remove(ctx, id)
 }
 
-func (f *fakeNodes) Rehash(ctx context.Context, base, id string) (blob.Check, error) {
-	return f.stores[base].Rehash(ctx, id)
+func (f *fakeNodes) Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error) {
+	c, err := f.stores[base].Rehash(ctx, id)
+	return nodetest.WireCheck(c), err
 }
 
-func (f *fakeNodes) List(ctx context.Context, base, after string, limit int) (nodeclient.List, error) {
+func (f *fakeNodes) List(ctx context.Context, base, after string, limit int) (wire.BlobList, error) {
 	f.mu.Lock()
 	lerr := f.listErr[base]
 	f.lists[base]++
 	f.mu.Unlock()
 	if lerr != nil {
-		return nodeclient.List{}, lerr
+		return wire.BlobList{}, lerr
 	}
 	infos, err := f.stores[base].Enumerate(ctx, after, limit+1)
 	if err != nil {
-		return nodeclient.List{}, err
+		return wire.BlobList{}, err
 	}
 	if f.afterList != nil {
 		defer func() { f.afterList(len(infos) <= limit) }()
 	}
-	out := nodeclient.List{}
+	out := wire.BlobList{}
 	if len(infos) > limit {
 		infos = infos[:limit]
 		out.Next = infos[limit-1].ID
@@ -110,7 +115,7 @@ func (f *fakeNodes) List(ctx context.Context, base, after string, limit int) (no
 		if f.torn[copyKey{in.ID, base}] {
 			in.Checksum = ""
 		}
-		out.Blobs = append(out.Blobs, in)
+		out.Blobs = append(out.Blobs, nodetest.WireInfo(in))
 	}
 	return out, nil
 }

@@ -13,21 +13,20 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
-	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // staticNodes lists fixed, sorted inventories at the cost of a binary
 // search, so that the benchmark measures the sweep, not a fake node.
 type staticNodes struct {
 	mu   sync.Mutex
-	held map[string][]blob.Info
+	held map[string][]wire.BlobInfo
 }
 
-func (s *staticNodes) add(node string, in blob.Info) {
+func (s *staticNodes) add(node string, in wire.BlobInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.held[node] = append(s.held[node], in)
@@ -35,17 +34,17 @@ func (s *staticNodes) add(node string, in blob.Info) {
 
 func (s *staticNodes) sort() {
 	for _, l := range s.held {
-		slices.SortFunc(l, func(a, b blob.Info) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(l, func(a, b wire.BlobInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
 }
 
-func (s *staticNodes) List(_ context.Context, base, after string, limit int) (nodeclient.List, error) {
+func (s *staticNodes) List(_ context.Context, base, after string, limit int) (wire.BlobList, error) {
 	l := s.held[base]
-	i, _ := slices.BinarySearchFunc(l, after, func(in blob.Info, id string) int { return strings.Compare(in.ID, id) })
+	i, _ := slices.BinarySearchFunc(l, after, func(in wire.BlobInfo, id string) int { return strings.Compare(in.ID, id) })
 	for i < len(l) && l[i].ID <= after {
 		i++
 	}
-	out := nodeclient.List{Blobs: l[i:min(i+limit, len(l))]}
+	out := wire.BlobList{Blobs: l[i:min(i+limit, len(l))]}
 	if i+limit < len(l) {
 		out.Next = out.Blobs[len(out.Blobs)-1].ID
 	}
@@ -69,7 +68,7 @@ func BenchmarkPass(b *testing.B) {
 	f := newFixture(b, Options{Rate: 1_000_000_000}, nodes...)
 	ctx := context.Background()
 	rg := ring.New(100, nodes...)
-	lister := &staticNodes{held: map[string][]blob.Info{}}
+	lister := &staticNodes{held: map[string][]wire.BlobInfo{}}
 	ids := make(chan string)
 	var wg sync.WaitGroup
 	for range 16 {
@@ -81,7 +80,7 @@ func BenchmarkPass(b *testing.B) {
 					ReplicationFactor: 3, RingPosition: ring.Position(id)}}
 				for _, n := range pref {
 					rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaActive})
-					lister.add(n, blob.Info{ID: id, Size: 1, Checksum: rec.Checksum})
+					lister.add(n, wire.BlobInfo{ID: id, Size: 1, Checksum: rec.Checksum})
 				}
 				if err := f.store.CreateFile(ctx, &rec); err != nil {
 					panic(err)

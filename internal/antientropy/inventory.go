@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // inventories reads every ring node's blob listing in id order, in step with
@@ -24,9 +24,9 @@ type inventories struct {
 
 // inventory is one node's listing, read ahead.
 type inventory struct {
-	buf   []blob.Info // listed, not yet handed out, in id order
-	after string      // the listing's cursor: everything up to it was read
-	done  bool        // the listing reached its end
+	buf   []wire.BlobInfo // listed, not yet handed out, in id order
+	after string          // the listing's cursor: everything up to it was read
+	done  bool            // the listing reached its end
 }
 
 func newInventories(nodes Nodes, cluster Cluster, limit int) *inventories {
@@ -36,8 +36,8 @@ func newInventories(nodes Nodes, cluster Cluster, limit int) *inventories {
 // upTo returns, for every ring node that answered, the blobs it holds with
 // ids in (lo, hi]. A node that cannot be listed is left out, so nothing is
 // judged missing on it; its listing starts again after hi next time.
-func (iv *inventories) upTo(ctx context.Context, lo, hi string) map[string]map[string]blob.Info {
-	out := map[string]map[string]blob.Info{}
+func (iv *inventories) upTo(ctx context.Context, lo, hi string) map[string]map[string]wire.BlobInfo {
+	out := map[string]map[string]wire.BlobInfo{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	nodes := iv.cluster.Ring().Nodes()
@@ -84,8 +84,8 @@ func (iv *inventories) upTo(ctx context.Context, lo, hi string) map[string]map[s
 
 // read hands out inv's blobs in (lo, hi], listing more from the node as
 // needed.
-func (iv *inventories) read(ctx context.Context, base string, inv *inventory, lo, hi string) (map[string]blob.Info, error) {
-	held := map[string]blob.Info{}
+func (iv *inventories) read(ctx context.Context, base string, inv *inventory, lo, hi string) (map[string]wire.BlobInfo, error) {
+	held := map[string]wire.BlobInfo{}
 	for {
 		for len(inv.buf) > 0 && inv.buf[0].ID <= hi {
 			if b := inv.buf[0]; b.ID > lo {

@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // repairBatch bounds the files one repair pass takes per status group.
@@ -28,7 +28,7 @@ type repairLoop struct {
 	store      meta.Store
 	rebalancer *rebalance.Rebalancer
 	nodes      interface {
-		Head(ctx context.Context, base, id string) (blob.Info, error)
+		Head(ctx context.Context, base, id string) (wire.BlobInfo, error)
 	}
 	cluster interface {
 		Ring() *ring.Ring

@@ -20,6 +20,8 @@ import (
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // gateNodes are in-memory nodes whose writes can be held at a gate, so a test
@@ -44,7 +46,7 @@ func newGateNodes(ids ...string) *gateNodes {
 	return g
 }
 
-func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error) {
+func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error) {
 	n := g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
 	for {
@@ -63,9 +65,10 @@ func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int
 		<-h
 	}
 	if err := g.fail[base]; err != nil {
-		return blob.Info{}, false, err
+		return wire.BlobInfo{}, false, err
 	}
-	return g.stores[base].Receive(ctx, id, checksum, size, body)
+	info, created, err := g.stores[base].Receive(ctx, id, checksum, size, body)
+	return nodetest.WireInfo(info), created, err
 }
 
 func (g *gateNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
@@ -74,19 +77,21 @@ func (g *gateNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Rang
 	if err != nil {
 		return nil, err
 	}
-	return &nodeclient.Object{Body: rc, Info: info, ContentLength: info.Size}, nil
+	return &nodeclient.Object{Body: rc, Info: nodetest.WireInfo(info), ContentLength: info.Size}, nil
 }
 
-func (g *gateNodes) Head(ctx context.Context, base, id string) (blob.Info, error) {
-	return g.stores[base].Stat(ctx, id)
+func (g *gateNodes) Head(ctx context.Context, base, id string) (wire.BlobInfo, error) {
+	info, err := g.stores[base].Stat(ctx, id)
+	return nodetest.WireInfo(info), err
 }
 
 func (g *gateNodes) Delete(ctx context.Context, base, id string) error {
 	return g.stores[base].Remove(ctx, id)
 }
 
-func (g *gateNodes) Rehash(ctx context.Context, base, id string) (blob.Check, error) {
-	return g.stores[base].Rehash(ctx, id)
+func (g *gateNodes) Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error) {
+	c, err := g.stores[base].Rehash(ctx, id)
+	return nodetest.WireCheck(c), err
 }
 
 type staticCluster struct{ rg *ring.Ring }

@@ -248,12 +248,12 @@ func (s *Service) check(ctx context.Context, f meta.File, node string) CopyCheck
 	case err != nil:
 		c.Result, c.Error = "UNREACHABLE", err.Error()
 	default:
-		c.StoredChecksum, c.ActualChecksum = rh.Stored, rh.Actual
+		c.StoredChecksum, c.ActualChecksum = rh.StoredChecksum, rh.ActualChecksum
 		c.Result = "OK"
 		// The recorded checksum counts as much as the bytes: a copy whose
 		// sidecar is missing, empty or garbage would be refused by the node
 		// on every read, so it is not a good copy however intact its bytes.
-		if rh.Actual != f.Checksum || rh.Stored != f.Checksum || rh.Size != f.SizeBytes {
+		if rh.ActualChecksum != f.Checksum || rh.StoredChecksum != f.Checksum || rh.Size != f.SizeBytes {
 			c.Result = "CORRUPT"
 		}
 	}

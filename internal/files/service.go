@@ -15,22 +15,22 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // Nodes is what the service needs from the storage nodes. nodeclient.Client
 // implements it; tests substitute nodes that fail at exact points.
 type Nodes interface {
-	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error)
+	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error)
 	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
 	Delete(ctx context.Context, base, id string) error
-	Rehash(ctx context.Context, base, id string) (blob.Check, error)
+	Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error)
 }
 
 // Cluster is the service's view of membership: the current ring and how to

@@ -22,11 +22,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 func checksum(b []byte) string {
@@ -63,7 +63,7 @@ func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	id := uuid.NewString()
 	data := []byte("round and round")
-	want := blob.Info{ID: id, Size: int64(len(data)), Checksum: checksum(data)}
+	want := wire.BlobInfo{ID: id, Size: int64(len(data)), Checksum: checksum(data)}
 
 	info, created, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
 	require.NoError(t, err)
@@ -90,8 +90,8 @@ func TestRoundTrip(t *testing.T) {
 
 	check, err := c.Rehash(ctx, n.URL, id)
 	require.NoError(t, err)
-	require.True(t, check.Intact())
-	require.Equal(t, blob.Check{ID: id, Size: int64(len(data)), Stored: checksum(data), Actual: checksum(data)}, check)
+	require.True(t, check.Intact)
+	require.Equal(t, wire.ChecksumReport{ID: id, Size: int64(len(data)), StoredChecksum: checksum(data), ActualChecksum: checksum(data), Intact: true}, check)
 
 	st, err := c.Stats(ctx, n.URL)
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestRoundTrip(t *testing.T) {
 
 	list, err := c.List(ctx, n.URL, "", 0)
 	require.NoError(t, err)
-	require.Equal(t, nodeclient.List{Blobs: []blob.Info{want}}, list)
+	require.Equal(t, wire.BlobList{Blobs: []wire.BlobInfo{want}}, list)
 
 	disk, err := c.Ready(ctx, n.URL)
 	require.NoError(t, err)
@@ -194,8 +194,8 @@ func TestCorruptionIsVisibleToTheReader(t *testing.T) {
 
 	check, err := c.Rehash(ctx, n.URL, id)
 	require.NoError(t, err)
-	require.False(t, check.Intact())
-	require.Equal(t, checksum(data), check.Stored)
+	require.False(t, check.Intact)
+	require.Equal(t, checksum(data), check.StoredChecksum)
 
 	obj, err := c.Get(ctx, n.URL, id, nil)
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestCorruptionIsVisibleToTheReader(t *testing.T) {
 	require.True(t, created, "writing the blob again repairs the corrupt copy")
 	check, err = c.Rehash(ctx, n.URL, id)
 	require.NoError(t, err)
-	require.True(t, check.Intact())
+	require.True(t, check.Intact)
 }
 
 // TestTraversalOverHTTP sends raw paths that try to leave the data
@@ -336,7 +336,7 @@ func TestRanges(t *testing.T) {
 		require.Equal(t, tc.offset, obj.Offset)
 		require.Equal(t, int64(len(tc.want)), obj.ContentLength)
 		require.Equal(t, fmt.Sprintf("bytes %d-%d/20", tc.offset, tc.offset+int64(len(tc.want))-1), obj.ContentRange)
-		require.Equal(t, blob.Info{ID: id, Size: 20, Checksum: checksum(data)}, obj.Info, "Info describes the whole blob")
+		require.Equal(t, wire.BlobInfo{ID: id, Size: 20, Checksum: checksum(data)}, obj.Info, "Info describes the whole blob")
 	}
 	_, err = c.Get(ctx, n.URL, id, nodeclient.RangeFrom(20))
 	requireKind(t, errs.Unsatisfiable, err)

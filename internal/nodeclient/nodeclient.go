@@ -31,7 +31,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -180,7 +179,7 @@ type Object struct {
 	// Info is the whole blob: its full size and the checksum the node
 	// recorded when it was written. The bytes are not verified by the node:
 	// hash Body and compare with Info.Checksum.
-	Info blob.Info
+	Info wire.BlobInfo
 	// ContentLength is the number of bytes in Body.
 	ContentLength int64
 	// Partial is set when Body is a range of the blob; Offset is then the
@@ -188,13 +187,6 @@ type Object struct {
 	Partial      bool
 	Offset       int64
 	ContentRange string
-}
-
-// List is one page of a node's blobs. Next is the cursor of the following
-// page, empty on the last.
-type List struct {
-	Blobs []blob.Info
-	Next  string
 }
 
 var (
@@ -332,7 +324,7 @@ func (c *Client) answerWait(size int64) time.Duration {
 // chunked). created reports whether the node wrote the blob (201) or
 // already held an intact copy with that checksum (200). When Put returns,
 // body is no longer read: the caller may reuse it at once.
-func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64, body io.Reader) (info blob.Info, created bool, err error) {
+func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64, body io.Reader) (info wire.BlobInfo, created bool, err error) {
 	k := call{method: http.MethodPut, node: node, path: wire.BlobPath(id), op: "put " + id,
 		header: http.Header{wire.HeaderChecksum: {checksum}}, size: size}
 	if size < 0 || size >= expectContinueMin {
@@ -361,7 +353,7 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	}
 	req, err := c.newRequest(callCtx, k)
 	if err != nil {
-		return blob.Info{}, false, err
+		return wire.BlobInfo{}, false, err
 	}
 	if req.Body == io.ReadCloser(pb) {
 		// Runs after the answer is read: stop any body write still going
@@ -378,21 +370,21 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	resp, err := c.hc.Do(req)
 	wait.stop()
 	if err != nil {
-		return blob.Info{}, false, unreachable(callCtx, k, err)
+		return wire.BlobInfo{}, false, unreachable(callCtx, k, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return blob.Info{}, false, unreachable(callCtx, k, err)
+		return wire.BlobInfo{}, false, unreachable(callCtx, k, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return blob.Info{}, false, statusError(k, resp.StatusCode, b)
+		return wire.BlobInfo{}, false, statusError(k, resp.StatusCode, b)
 	}
 	var bi wire.BlobInfo
 	if err := json.Unmarshal(b, &bi); err != nil {
-		return blob.Info{}, false, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
+		return wire.BlobInfo{}, false, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
 	}
-	return blob.Info{ID: bi.ID, Size: bi.Size, Checksum: bi.Checksum}, resp.StatusCode == http.StatusCreated, nil
+	return bi, resp.StatusCode == http.StatusCreated, nil
 }
 
 // answerTimer fires d after start unless stopped first. The transport reads
@@ -608,24 +600,24 @@ func rangeStart(cr string) int64 {
 	return n
 }
 
-func infoFromHeaders(id string, h http.Header) (blob.Info, error) {
+func infoFromHeaders(id string, h http.Header) (wire.BlobInfo, error) {
 	size, err := strconv.ParseInt(h.Get(wire.HeaderBlobSize), 10, 64)
 	if err != nil {
-		return blob.Info{}, fmt.Errorf("header %s: %w", wire.HeaderBlobSize, err)
+		return wire.BlobInfo{}, fmt.Errorf("header %s: %w", wire.HeaderBlobSize, err)
 	}
-	return blob.Info{ID: id, Size: size, Checksum: h.Get(wire.HeaderChecksum)}, nil
+	return wire.BlobInfo{ID: id, Size: size, Checksum: h.Get(wire.HeaderChecksum)}, nil
 }
 
 // Head describes blob id on node without reading it.
-func (c *Client) Head(ctx context.Context, node, id string) (blob.Info, error) {
+func (c *Client) Head(ctx context.Context, node, id string) (wire.BlobInfo, error) {
 	k := call{method: http.MethodHead, node: node, path: wire.BlobPath(id), op: "head " + id}
 	resp, _, err := c.do(ctx, k, c.timeout, http.StatusOK)
 	if err != nil {
-		return blob.Info{}, err
+		return wire.BlobInfo{}, err
 	}
 	info, err := infoFromHeaders(id, resp.Header)
 	if err != nil {
-		return blob.Info{}, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
+		return wire.BlobInfo{}, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
 	}
 	return info, nil
 }
@@ -639,13 +631,13 @@ func (c *Client) Delete(ctx context.Context, node, id string) error {
 
 // Rehash makes node re-read blob id and compare it with its recorded
 // checksum.
-func (c *Client) Rehash(ctx context.Context, node, id string) (blob.Check, error) {
+func (c *Client) Rehash(ctx context.Context, node, id string) (wire.ChecksumReport, error) {
 	k := call{method: http.MethodGet, node: node, path: wire.ChecksumPath(id), op: "rehash " + id}
 	var r wire.ChecksumReport
 	if err := c.getJSON(ctx, k, c.verifyTimeout, &r); err != nil {
-		return blob.Check{}, err
+		return wire.ChecksumReport{}, err
 	}
-	return blob.Check{ID: r.ID, Size: r.Size, Stored: r.StoredChecksum, Actual: r.ActualChecksum}, nil
+	return r, nil
 }
 
 // Stats returns node's counts and free space.
@@ -657,7 +649,7 @@ func (c *Client) Stats(ctx context.Context, node string) (wire.Stats, error) {
 
 // List returns up to limit of node's blobs whose ids sort after the cursor
 // after, in id order. limit <= 0 asks for the node's default page size.
-func (c *Client) List(ctx context.Context, node, after string, limit int) (List, error) {
+func (c *Client) List(ctx context.Context, node, after string, limit int) (wire.BlobList, error) {
 	q := url.Values{}
 	if after != "" {
 		q.Set("after", after)
@@ -667,13 +659,9 @@ func (c *Client) List(ctx context.Context, node, after string, limit int) (List,
 	}
 	var l wire.BlobList
 	if err := c.getJSON(ctx, call{method: http.MethodGet, node: node, path: wire.PathBlobs, query: q, op: "list"}, c.timeout, &l); err != nil {
-		return List{}, err
+		return wire.BlobList{}, err
 	}
-	out := List{Blobs: make([]blob.Info, 0, len(l.Blobs)), Next: l.Next}
-	for _, b := range l.Blobs {
-		out.Blobs = append(out.Blobs, blob.Info{ID: b.ID, Size: b.Size, Checksum: b.Checksum})
-	}
-	return out, nil
+	return l, nil
 }
 
 // Ready reports whether node is ready, and the identity of the disk it

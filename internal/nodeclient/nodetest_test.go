@@ -29,7 +29,7 @@ func TestInMemoryNode(t *testing.T) {
 
 	check, err := c.Rehash(ctx, n.URL, id)
 	require.NoError(t, err)
-	require.False(t, check.Intact())
+	require.False(t, check.Intact)
 	obj, err := c.Get(ctx, n.URL, id, nil)
 	require.NoError(t, err)
 	got, err := io.ReadAll(obj.Body)

@@ -20,20 +20,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // Nodes is what reconciliation needs from storage nodes.
 type Nodes interface {
-	Head(ctx context.Context, base, id string) (blob.Info, error)
+	Head(ctx context.Context, base, id string) (wire.BlobInfo, error)
 	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
-	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error)
+	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error)
 	Delete(ctx context.Context, base, id string) error
-	Rehash(ctx context.Context, base, id string) (blob.Check, error)
+	Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error)
 }
 
 // Cluster is reconciliation's view of membership.
@@ -543,10 +543,10 @@ func (r *Reconciler) copyTo(ctx context.Context, f meta.File, dest string, sourc
 // sourceCorrupt re-hashes a source's copy and removes it if it is bad.
 func (r *Reconciler) sourceCorrupt(ctx context.Context, f meta.File, src, base string) bool {
 	rh, err := r.nodes.Rehash(ctx, base, f.ID)
-	if err != nil || rh.Actual == f.Checksum {
+	if err != nil || rh.ActualChecksum == f.Checksum {
 		return false
 	}
-	r.log.Error("source copy is corrupt; removing it", "file", f.ID, "node", src, "actual", rh.Actual)
+	r.log.Error("source copy is corrupt; removing it", "file", f.ID, "node", src, "actual", rh.ActualChecksum)
 	if err := r.nodes.Delete(ctx, base, f.ID); err != nil {
 		r.log.Warn("could not remove corrupt copy", "file", f.ID, "node", src, "err", err)
 	}

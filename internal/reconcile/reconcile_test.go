@@ -20,6 +20,8 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // fakeNodes keeps each node's blobs in a blob.Memory, logs every mutating
@@ -61,18 +63,19 @@ func (f *fakeNodes) log(op string) {
 	f.ops = append(f.ops, op)
 }
 
-func (f *fakeNodes) Head(ctx context.Context, base, id string) (blob.Info, error) {
+func (f *fakeNodes) Head(ctx context.Context, base, id string) (wire.BlobInfo, error) {
 	s, err := f.node(base)
 	if err != nil {
-		return blob.Info{}, err
+		return wire.BlobInfo{}, err
 	}
 	f.mu.Lock()
 	herr := f.headErr[base]
 	f.mu.Unlock()
 	if herr != nil {
-		return blob.Info{}, herr
+		return wire.BlobInfo{}, herr
 	}
-	return s.Stat(ctx, id)
+	info, err := s.Stat(ctx, id)
+	return nodetest.WireInfo(info), err
 }
 
 func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
@@ -84,19 +87,19 @@ func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Rang
 	if err != nil {
 		return nil, err
 	}
-	return &nodeclient.Object{Body: rc, Info: info, ContentLength: info.Size}, nil
+	return &nodeclient.Object{Body: rc, Info: nodetest.WireInfo(info), ContentLength: info.Size}, nil
 }
 
-func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error) {
+func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error) {
 	s, err := f.node(base)
 	if err != nil {
-		return blob.Info{}, false, err
+		return wire.BlobInfo{}, false, err
 	}
 	f.mu.Lock()
 	perr := f.failPut[base]
 	f.mu.Unlock()
 	if perr != nil {
-		return blob.Info{}, false, perr
+		return wire.BlobInfo{}, false, perr
 	}
 	info, created, err := s.Receive(ctx, id, checksum, size, body)
 	if err == nil {
@@ -105,7 +108,7 @@ func (f *fakeNodes) Put(ctx context.Context, base, id, checksum string, size int
 			f.afterPut(base)
 		}
 	}
-	return info, created, err
+	return nodetest.WireInfo(info), created, err
 }
 
 func (f *fakeNodes) Delete(ctx context.Context, base, id string) error {
@@ -120,12 +123,13 @@ func (f *fakeNodes) Delete(ctx context.Context, base, id string) error {
 	return s.Remove(ctx, id)
 }
 
-func (f *fakeNodes) Rehash(ctx context.Context, base, id string) (blob.Check, error) {
+func (f *fakeNodes) Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error) {
 	s, err := f.node(base)
 	if err != nil {
-		return blob.Check{}, err
+		return wire.ChecksumReport{}, err
 	}
-	return s.Rehash(ctx, id)
+	c, err := s.Rehash(ctx, id)
+	return nodetest.WireCheck(c), err
 }
 
 func (f *fakeNodes) holds(node, id string) bool {
