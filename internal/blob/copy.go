@@ -1,13 +1,14 @@
+// Shared by every store, Disk and Memory and any layout to come: the hashing
+// copy of a write's body, the capacity accounting and the per-id locks.
+
 package blob
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"sync"
-	"syscall"
 
 	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/errs"
@@ -212,19 +213,4 @@ func (l *idLocks) release(id string, k *idLock) {
 		delete(l.m, id)
 	}
 	l.mu.Unlock()
-}
-
-// fsError gives a file-system error its kind: a full device or an exhausted
-// quota is errs.NoSpace, anything else an unexpected failure.
-func fsError(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	if errs.KindOf(err) != errs.Other {
-		return err
-	}
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return errs.Wrap(errs.NoSpace, err, format, args...)
-	}
-	return errs.Wrap(errs.Other, err, format, args...)
 }

@@ -1,3 +1,6 @@
+// Shared by every store: what a blob id, a listing cursor and a checksum may
+// be.
+
 package blob
 
 import (

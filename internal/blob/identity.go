@@ -1,3 +1,6 @@
+// Shared by every layout that keeps a data directory: the directory's
+// identity file.
+
 package blob
 
 import (

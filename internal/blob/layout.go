@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -54,4 +55,27 @@ func isShardName(name string) bool {
 func inShard(id, a, b string) bool {
 	x, y := shard(id)
 	return x == a && y == b
+}
+
+// prefix returns the two characters of s starting at i, or what there is.
+func prefix(s string, i int) string {
+	if i >= len(s) {
+		return ""
+	}
+	return s[i:min(i+2, len(s))]
+}
+
+// shardNames lists the shard directories under dir in order.
+func shardNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() && isShardName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }

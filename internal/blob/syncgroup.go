@@ -1,3 +1,6 @@
+// Shared by every layout that makes writes durable with whole-file-system
+// syncs (batch mode).
+
 package blob
 
 import (
