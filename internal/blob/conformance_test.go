@@ -1,7 +1,6 @@
 package blob_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -60,13 +59,5 @@ func TestMemoryConformance(t *testing.T) {
 // leaving its sidecar alone.
 func corruptFile(t *testing.T, dir, id string) {
 	t.Helper()
-	p := filepath.Join(dir, id[0:2], id[2:4], id)
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	if len(b) == 0 {
-		b = []byte{0}
-	} else {
-		b[len(b)/2] ^= 0xff
-	}
-	require.NoError(t, os.WriteFile(p, b, 0o640))
+	blobtest.CorruptFile(t, filepath.Join(dir, id[0:2], id[2:4], id))
 }

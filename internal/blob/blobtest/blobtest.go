@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,21 @@ type Subject struct {
 // Opener returns a fresh, empty store with the given options. The suite closes
 // the store; the opener registers any other cleanup with t.
 type Opener func(t *testing.T, opts blob.Options) Subject
+
+// CorruptFile flips a byte in the middle of the file at path, or adds one to
+// an empty file, as bit rot would: for an Opener whose store keeps each blob
+// in a file of its own.
+func CorruptFile(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	if len(b) == 0 {
+		b = []byte{0}
+	} else {
+		b[len(b)/2] ^= 0xff
+	}
+	require.NoError(t, os.WriteFile(path, b, 0o640))
+}
 
 // Checksum returns the lower-case hex SHA-256 of b.
 func Checksum(b []byte) string {

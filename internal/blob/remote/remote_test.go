@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -73,8 +72,7 @@ type closingNode struct {
 
 func (c closingNode) Close() error { return c.node.Close() }
 
-// corrupt flips a byte of the file named id under dir (or adds one to an
-// empty file), wherever the layout keeps it.
+// corrupt corrupts the file named id under dir, wherever the layout keeps it.
 func corrupt(t *testing.T, dir, id string) {
 	t.Helper()
 	var path string
@@ -85,12 +83,5 @@ func corrupt(t *testing.T, dir, id string) {
 		return err
 	}))
 	require.NotEmpty(t, path, "blob %s on disk", id)
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	if len(b) == 0 {
-		b = []byte{0}
-	} else {
-		b[len(b)/2] ^= 0xff
-	}
-	require.NoError(t, os.WriteFile(path, b, 0o640))
+	blobtest.CorruptFile(t, path)
 }
