@@ -201,7 +201,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 // returns only once the transport is done with the caller's reader.
 func TestPutLetsGoOfTheBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteErrorCode(w, r, http.StatusConflict, httpx.CodeConflict, "held with another checksum")
+		httpx.WriteErrorCode(w, r, http.StatusConflict, errs.CodeConflict, "held with another checksum")
 	}))
 	defer srv.Close()
 	c := nodeclient.New(nodeclient.Options{})
