@@ -27,8 +27,11 @@ func TestStatusesBecomeKinds(t *testing.T) {
 	}{
 		{http.StatusBadRequest, errs.Invalid},
 		{http.StatusUnauthorized, errs.Unauthorized},
+		{http.StatusForbidden, errs.Unauthorized},
 		{http.StatusNotFound, errs.NotFound},
 		{http.StatusConflict, errs.Conflict},
+		{http.StatusRequestEntityTooLarge, errs.TooLarge},
+		{http.StatusMethodNotAllowed, errs.Other},
 		{http.StatusRequestedRangeNotSatisfiable, errs.Unsatisfiable},
 		{http.StatusUnprocessableEntity, errs.Corrupt},
 		{http.StatusInsufficientStorage, errs.NoSpace},
