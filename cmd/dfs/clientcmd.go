@@ -14,7 +14,6 @@ import (
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/errs"
-	"github.com/dfs-project/dfs/internal/httpx"
 )
 
 // Exit codes of the client commands, for scripts. The offline commands use
@@ -181,13 +180,13 @@ func describe(err error) errorJSON {
 	default:
 		switch errs.KindOf(err) {
 		case errs.Corrupt:
-			e.Error = httpx.CodeChecksumMismatch
+			e.Error = errs.CodeChecksumMismatch
 		case errs.Unavailable:
 			e.Error = codeTransferFailed
 		case errs.Conflict:
-			e.Error = httpx.CodeConflict
+			e.Error = errs.CodeConflict
 		case errs.Invalid:
-			e.Error = httpx.CodeInvalidRequest
+			e.Error = errs.CodeInvalidRequest
 		default:
 			e.Error = codeFailed
 		}
@@ -221,24 +220,24 @@ func (cc *clientCmd) hint(err error) string {
 		return ""
 	}
 	switch ae.Code {
-	case httpx.CodeFileNotFound:
+	case errs.CodeFileNotFound:
 		return "`dfs ls` lists the stored files"
-	case httpx.CodeNodeNotFound:
+	case errs.CodeNodeNotFound:
 		return "`dfs nodes` lists the known storage nodes"
-	case httpx.CodeNoHealthyNodes:
+	case errs.CodeNoHealthyNodes:
 		return "no storage node is on the ring yet: start storage nodes; `dfs nodes` shows their state (a new node joins after two good health checks)"
-	case httpx.CodeStorageUnavailable:
+	case errs.CodeStorageUnavailable:
 		return "`dfs nodes` and `dfs health` show which storage nodes are down"
-	case httpx.CodeMetadataUnavailable:
+	case errs.CodeMetadataUnavailable:
 		return "the coordinator cannot reach its metadata store (DATABASE_URL); `dfs health` shows its state"
-	case httpx.CodeFileTooLarge:
+	case errs.CodeFileTooLarge:
 		return "the coordinator's MAX_FILE_SIZE bounds uploads; raise it there to store larger files"
-	case httpx.CodeInternal:
+	case errs.CodeInternal:
 		if ae.RequestID == "" {
 			return "the coordinator's log has the detail"
 		}
 		return "the coordinator's log has the detail: look for request id " + ae.RequestID
-	case httpx.CodeNotFound, httpx.CodeMethodNotAllowed, "":
+	case errs.CodeNotFound, errs.CodeMethodNotAllowed, "":
 		return "is " + cc.c.BaseURL() + " a dfs coordinator? set -url or DFS_URL"
 	}
 	return ""

@@ -18,7 +18,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/client"
-	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 // dfs runs a command against url in-process, with -url given first.
@@ -226,19 +226,19 @@ func TestErrorAnswersGiveAdvice(t *testing.T) {
 		args    []string
 		wantErr []string
 	}{
-		{"file too large", "POST /api/files", fakeAnswer{413, httpx.CodeFileTooLarge, "request exceeds the maximum file size"},
+		{"file too large", "POST /api/files", fakeAnswer{413, errs.CodeFileTooLarge, "request exceeds the maximum file size"},
 			[]string{"put", "FILE"}, []string{"413 FILE_TOO_LARGE", "MAX_FILE_SIZE"}},
-		{"no nodes", "POST /api/files", fakeAnswer{503, httpx.CodeNoHealthyNodes, "no storage node is on the ring"},
+		{"no nodes", "POST /api/files", fakeAnswer{503, errs.CodeNoHealthyNodes, "no storage node is on the ring"},
 			[]string{"put", "FILE"}, []string{"NO_HEALTHY_NODES", "`dfs nodes`"}},
-		{"storage down", "GET /api/files/{id}/metadata", fakeAnswer{503, httpx.CodeStorageUnavailable, "no holder answered"},
+		{"storage down", "GET /api/files/{id}/metadata", fakeAnswer{503, errs.CodeStorageUnavailable, "no holder answered"},
 			[]string{"info", "x"}, []string{"no holder answered", "`dfs health`"}},
-		{"metadata store down", "GET /api/nodes", fakeAnswer{503, httpx.CodeMetadataUnavailable, "metadata store unavailable"},
+		{"metadata store down", "GET /api/nodes", fakeAnswer{503, errs.CodeMetadataUnavailable, "metadata store unavailable"},
 			[]string{"nodes"}, []string{"DATABASE_URL"}},
-		{"refused request", "GET /api/files", fakeAnswer{400, httpx.CodeInvalidRequest, "page too far"},
+		{"refused request", "GET /api/files", fakeAnswer{400, errs.CodeInvalidRequest, "page too far"},
 			[]string{"ls", "-page", "99999"}, []string{"page too far (400 INVALID_REQUEST)"}},
-		{"conflict", "DELETE /api/files/{id}", fakeAnswer{409, httpx.CodeConflict, "the file is still PENDING"},
+		{"conflict", "DELETE /api/files/{id}", fakeAnswer{409, errs.CodeConflict, "the file is still PENDING"},
 			[]string{"rm", "x"}, []string{"still PENDING", "409 CONFLICT"}},
-		{"internal", "POST /api/admin/rebalance", fakeAnswer{500, httpx.CodeInternal, "internal error"},
+		{"internal", "POST /api/admin/rebalance", fakeAnswer{500, errs.CodeInternal, "internal error"},
 			[]string{"rebalance"}, []string{"log has the detail: look for request id req-fake-1"}},
 	}
 	for _, tt := range tests {
@@ -693,7 +693,7 @@ func TestJSONErrors(t *testing.T) {
 		require.Contains(t, values[0]["message"], "no such file or directory")
 		require.Equal(t, "good", values[1]["fileName"])
 
-		f.fail["POST /api/files"] = fakeAnswer{413, httpx.CodeFileTooLarge, "request exceeds the maximum file size"}
+		f.fail["POST /api/files"] = fakeAnswer{413, errs.CodeFileTooLarge, "request exceeds the maximum file size"}
 		code, stdout, _ = dfs(t, f.srv.URL, "", "put", "-json", good)
 		require.Equal(t, exitFailed, code)
 		require.Equal(t, []map[string]any{{"error": "FILE_TOO_LARGE", "message": "request exceeds the maximum file size",

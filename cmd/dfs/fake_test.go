@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 )
 
@@ -128,7 +129,7 @@ func (f *fakeCoordinator) file(w http.ResponseWriter, r *http.Request) *fakeFile
 	defer f.mu.Unlock()
 	ff, ok := f.files[r.PathValue("id")]
 	if !ok {
-		httpx.WriteErrorCode(w, r, http.StatusNotFound, httpx.CodeFileNotFound, "file "+r.PathValue("id")+" not found")
+		httpx.WriteErrorCode(w, r, http.StatusNotFound, errs.CodeFileNotFound, "file "+r.PathValue("id")+" not found")
 		return nil
 	}
 	return ff
@@ -137,17 +138,17 @@ func (f *fakeCoordinator) file(w http.ResponseWriter, r *http.Request) *fakeFile
 func (f *fakeCoordinator) upload(w http.ResponseWriter, r *http.Request) {
 	mr, err := r.MultipartReader()
 	if err != nil {
-		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
 		return
 	}
 	part, err := mr.NextPart()
 	if err != nil {
-		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
 		return
 	}
 	data, err := io.ReadAll(part)
 	if err != nil {
-		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
 		return
 	}
 	f.mu.Lock()
@@ -165,7 +166,7 @@ func (f *fakeCoordinator) upload(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeCoordinator) list(w http.ResponseWriter, r *http.Request) {
 	if st := r.URL.Query().Get("status"); st != "" && st != "ACTIVE" {
-		httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, fmt.Sprintf("unknown status %q", st))
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, fmt.Sprintf("unknown status %q", st))
 		return
 	}
 	size := 20
@@ -269,7 +270,7 @@ func (f *fakeCoordinator) nodes(w http.ResponseWriter, _ *http.Request) {
 func (f *fakeCoordinator) node(w http.ResponseWriter, r *http.Request) (client.Node, bool) {
 	id := r.PathValue("id")
 	if id != "node-1" && id != "node-2" {
-		httpx.WriteErrorCode(w, r, http.StatusNotFound, httpx.CodeNodeNotFound, "node "+id+" not found")
+		httpx.WriteErrorCode(w, r, http.StatusNotFound, errs.CodeNodeNotFound, "node "+id+" not found")
 		return client.Node{}, false
 	}
 	n := client.Node{NodeID: id, Host: "127.0.0.1", Port: 9000, Status: client.NodeHealthy, OnRing: true}
@@ -310,7 +311,7 @@ func (f *fakeCoordinator) rejoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !f.deregistered[n.NodeID] {
-		httpx.WriteErrorCode(w, r, http.StatusConflict, httpx.CodeConflict, "node "+n.NodeID+" is HEALTHY, not deregistered")
+		httpx.WriteErrorCode(w, r, http.StatusConflict, errs.CodeConflict, "node "+n.NodeID+" is HEALTHY, not deregistered")
 		return
 	}
 	delete(f.deregistered, n.NodeID)

@@ -165,7 +165,7 @@ func (f fakeMembers) Node(_ context.Context, id string) (meta.Node, error) {
 			return n, nil
 		}
 	}
-	return meta.Node{}, errs.WithCode(errs.NotFound, "NODE_NOT_FOUND", "storage node %s not found", id)
+	return meta.Node{}, errs.WithCode(errs.NotFound, "NODE_NOT_FOUND", nil, "storage node %s not found", id)
 }
 
 type fakeFiles struct {
@@ -175,7 +175,7 @@ type fakeFiles struct {
 
 func (f fakeFiles) Metadata(_ context.Context, id string) (meta.FileRecord, error) {
 	if id != f.rec.ID {
-		return meta.FileRecord{}, errs.WithCode(errs.NotFound, "FILE_NOT_FOUND", "file %s not found", id)
+		return meta.FileRecord{}, errs.WithCode(errs.NotFound, "FILE_NOT_FOUND", nil, "file %s not found", id)
 	}
 	return f.rec, nil
 }

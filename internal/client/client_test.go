@@ -16,7 +16,6 @@ import (
 
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
-	"github.com/dfs-project/dfs/internal/httpx"
 )
 
 func TestNew(t *testing.T) {
@@ -176,11 +175,13 @@ func TestAPIErrors(t *testing.T) {
 		want   APIError
 	}{
 		{"error shape", 404, `{"timestamp":"2026-11-29T10:15:31Z","status":404,"error":"FILE_NOT_FOUND","message":"file f1 not found","path":"/api/files/f1/metadata"}`,
-			errs.NotFound, APIError{Status: 404, Code: httpx.CodeFileNotFound, Message: "file f1 not found", Path: "/api/files/f1/metadata"}},
+			errs.NotFound, APIError{Status: 404, Code: errs.CodeFileNotFound, Message: "file f1 not found", Path: "/api/files/f1/metadata"}},
 		{"conflict", 409, `{"status":409,"error":"CONFLICT","message":"still pending","path":"/x"}`,
-			errs.Conflict, APIError{Status: 409, Code: httpx.CodeConflict, Message: "still pending", Path: "/x"}},
+			errs.Conflict, APIError{Status: 409, Code: errs.CodeConflict, Message: "still pending", Path: "/x"}},
 		{"metadata store down", 503, `{"status":503,"error":"METADATA_UNAVAILABLE","message":"db down","path":"/x"}`,
-			errs.Unavailable, APIError{Status: 503, Code: httpx.CodeMetadataUnavailable, Message: "db down", Path: "/x"}},
+			errs.Unavailable, APIError{Status: 503, Code: errs.CodeMetadataUnavailable, Message: "db down", Path: "/x"}},
+		{"forbidden", 403, `{"status":403,"error":"FORBIDDEN","message":"no","path":"/x"}`,
+			errs.Other, APIError{Status: 403, Code: "FORBIDDEN", Message: "no", Path: "/x"}},
 		{"not the error shape", 502, "<html>Bad Gateway</html>\nmore",
 			errs.Other, APIError{Status: 502, Message: "<html>Bad Gateway</html>", Path: "/api/files/f1/metadata"}},
 		{"empty body", 500, "",
@@ -206,7 +207,7 @@ func TestHealthErrorShapeOn503IsAnError(t *testing.T) {
 	_, err := newClient(t, srv.URL).Health(t.Context())
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, httpx.CodeMetadataUnavailable, apiErr.Code)
+	require.Equal(t, errs.CodeMetadataUnavailable, apiErr.Code)
 }
 
 func TestUnreachableCoordinator(t *testing.T) {

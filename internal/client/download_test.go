@@ -74,7 +74,7 @@ func TestDownload(t *testing.T) {
 		{name: "short body", handler: serveFile(good, content, true), wantErr: true, kind: errs.Unavailable, wantBytes: content[:len(content)/2]},
 		{name: "range is not verified", handler: serveFile(good, content, false), opts: DownloadOptions{Range: "bytes=4-8"}, wantBytes: content[4:9]},
 		{name: "not found", handler: func(w http.ResponseWriter, r *http.Request) {
-			httpx.WriteErrorCode(w, r, http.StatusNotFound, httpx.CodeFileNotFound, "file not found")
+			httpx.WriteErrorCode(w, r, http.StatusNotFound, errs.CodeFileNotFound, "file not found")
 		}, wantErr: true, kind: errs.NotFound},
 	}
 	for _, tt := range tests {

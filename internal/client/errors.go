@@ -54,32 +54,6 @@ func (e *ConnError) Error() string {
 
 func (e *ConnError) Unwrap() error { return e.Err }
 
-// kindOfStatus gives an HTTP status the errs kind the coordinator derived it
-// from, so that errs.KindOf works on both sides of the wire.
-func kindOfStatus(status int) errs.Kind {
-	switch status {
-	case http.StatusBadRequest:
-		return errs.Invalid
-	case http.StatusUnauthorized:
-		return errs.Unauthorized
-	case http.StatusNotFound:
-		return errs.NotFound
-	case http.StatusConflict:
-		return errs.Conflict
-	case http.StatusRequestEntityTooLarge:
-		return errs.TooLarge
-	case http.StatusRequestedRangeNotSatisfiable:
-		return errs.Unsatisfiable
-	case http.StatusUnprocessableEntity:
-		return errs.Corrupt
-	case http.StatusServiceUnavailable:
-		return errs.Unavailable
-	case http.StatusInsufficientStorage:
-		return errs.NoSpace
-	}
-	return errs.Other
-}
-
 // errorBodyLimit bounds how much of an error answer is read: the common
 // shape is small, and anything else is only quoted.
 const errorBodyLimit = 64 << 10
@@ -113,7 +87,9 @@ func apiError(resp *http.Response, raw []byte) error {
 		e.Message = excerpt(raw)
 		e.Path = resp.Request.URL.Path
 	}
-	return errs.Wrap(kindOfStatus(resp.StatusCode), e, "")
+	// The kind is the one the coordinator answered with, read back from the
+	// same table; a status outside it (a proxy's 502, a 500) stays Other.
+	return errs.Wrap(errs.KindOfStatus(resp.StatusCode), e, "")
 }
 
 // excerpt gives the first line of a body that is not the error shape, short

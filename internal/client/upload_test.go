@@ -84,18 +84,18 @@ func uploadServer(t *testing.T, got chan<- received) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mr, err := r.MultipartReader()
 		if err != nil {
-			httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+			httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
 			return
 		}
 		part, err := mr.NextPart()
 		if err != nil {
-			httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+			httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
 			return
 		}
 		h := sha256.New()
 		n, err := io.Copy(h, part)
 		if err != nil {
-			httpx.WriteErrorCode(w, r, http.StatusBadRequest, httpx.CodeInvalidRequest, err.Error())
+			httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
 			return
 		}
 		_, err = mr.NextPart()
@@ -230,7 +230,7 @@ func TestUploadRefusedEarly(t *testing.T) {
 	const limit, size = 1 << 20, 256 << 20
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
-			httpx.WriteErrorCode(w, r, http.StatusRequestEntityTooLarge, httpx.CodeFileTooLarge, "request exceeds the maximum file size")
+			httpx.WriteErrorCode(w, r, http.StatusRequestEntityTooLarge, errs.CodeFileTooLarge, "request exceeds the maximum file size")
 			return
 		}
 		t.Errorf("a request of %d bytes was not refused", r.ContentLength)
@@ -243,7 +243,7 @@ func TestUploadRefusedEarly(t *testing.T) {
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusRequestEntityTooLarge, apiErr.Status)
-	require.Equal(t, httpx.CodeFileTooLarge, apiErr.Code)
+	require.Equal(t, errs.CodeFileTooLarge, apiErr.Code)
 	require.Equal(t, errs.TooLarge, errs.KindOf(err))
 	require.Less(t, gen.read.Load(), int64(size/4), "the client kept reading the source after the refusal")
 }

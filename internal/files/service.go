@@ -154,7 +154,7 @@ func New(o Options) (*Service, error) {
 
 // fileNotFound is the answer for a file that does not exist or is not visible.
 func fileNotFound(id string) error {
-	return &errs.Error{Kind: errs.NotFound, Code: "FILE_NOT_FOUND", Msg: "file " + id + " not found"}
+	return errs.WithCode(errs.NotFound, errs.CodeFileNotFound, nil, "file %s not found", id)
 }
 
 // get loads a file record, turning a missing row into FILE_NOT_FOUND.

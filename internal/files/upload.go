@@ -352,7 +352,7 @@ func (w *uploadWrite) copies() int {
 }
 
 func noHealthyNodes() error {
-	return &errs.Error{Kind: errs.Unavailable, Code: "NO_HEALTHY_NODES", Msg: "no storage node is on the ring"}
+	return errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring")
 }
 
 // ValidateFileID accepts only canonical lower-case UUID strings, the form

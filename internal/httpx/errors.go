@@ -1,6 +1,6 @@
 // Package httpx holds the HTTP plumbing both dfs services share: the one error
-// shape every answer uses, and the single mapping from an error's kind to an
-// HTTP status and a stable code.
+// shape every answer uses, written from an error's kind and code by the table
+// in package errs.
 package httpx
 
 import (
@@ -21,54 +21,15 @@ type ErrorBody struct {
 	Path      string    `json:"path"`
 }
 
-// Stable API error codes. Add codes; never rename one.
-const (
-	CodeFileNotFound        = "FILE_NOT_FOUND"
-	CodeNodeNotFound        = "NODE_NOT_FOUND"
-	CodeNotFound            = "NOT_FOUND"
-	CodeBlobNotFound        = "BLOB_NOT_FOUND"
-	CodeInvalidRequest      = "INVALID_REQUEST"
-	CodeFileTooLarge        = "FILE_TOO_LARGE"
-	CodeNoHealthyNodes      = "NO_HEALTHY_NODES"
-	CodeStorageUnavailable  = "STORAGE_UNAVAILABLE"
-	CodeMetadataUnavailable = "METADATA_UNAVAILABLE"
-	CodeConflict            = "CONFLICT"
-	CodeUnauthorized        = "UNAUTHORIZED"
-	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"
-	CodeInternal            = "INTERNAL_ERROR"
-	CodeInsufficientStorage = "INSUFFICIENT_STORAGE"
-	CodeChecksumMismatch    = "CHECKSUM_MISMATCH"
-	CodeRangeNotSatisfiable = "RANGE_NOT_SATISFIABLE"
-)
-
-// StatusOf maps an error to its HTTP status and API code. It is the only place
-// where a kind becomes a status.
+// StatusOf gives an error's HTTP status and API code: its kind's row of the
+// errs table, with the code replaced by the error's own where it names one.
 func StatusOf(err error) (int, string) {
-	status, code := http.StatusInternalServerError, CodeInternal
-	switch errs.KindOf(err) {
-	case errs.Invalid:
-		status, code = http.StatusBadRequest, CodeInvalidRequest
-	case errs.NotFound:
-		status, code = http.StatusNotFound, CodeNotFound
-	case errs.Conflict:
-		status, code = http.StatusConflict, CodeConflict
-	case errs.Unavailable:
-		status, code = http.StatusServiceUnavailable, CodeStorageUnavailable
-	case errs.TooLarge:
-		status, code = http.StatusRequestEntityTooLarge, CodeFileTooLarge
-	case errs.Unauthorized:
-		status, code = http.StatusUnauthorized, CodeUnauthorized
-	case errs.NoSpace:
-		status, code = http.StatusInsufficientStorage, CodeInsufficientStorage
-	case errs.Corrupt:
-		status, code = http.StatusUnprocessableEntity, CodeChecksumMismatch
-	case errs.Unsatisfiable:
-		status, code = http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfiable
+	k := errs.KindOf(err)
+	code := errs.CodeOf(err)
+	if code == "" {
+		code = k.Code()
 	}
-	if c := errs.CodeOf(err); c != "" {
-		code = c
-	}
-	return status, code
+	return k.Status(), code
 }
 
 // WriteError answers r with err in the common error shape.
@@ -103,10 +64,10 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // NotFoundHandler answers the router's own 404 in the common shape.
 func NotFoundHandler(w http.ResponseWriter, r *http.Request) {
-	WriteErrorCode(w, r, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
+	WriteErrorCode(w, r, http.StatusNotFound, errs.CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 }
 
 // MethodNotAllowedHandler answers the router's own 405 in the common shape.
 func MethodNotAllowedHandler(w http.ResponseWriter, r *http.Request) {
-	WriteErrorCode(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+r.URL.Path)
+	WriteErrorCode(w, r, http.StatusMethodNotAllowed, errs.CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+r.URL.Path)
 }

@@ -18,20 +18,20 @@ func TestStatusOfMapsEveryKind(t *testing.T) {
 		status int
 		code   string
 	}{
-		{errs.E(errs.Invalid, "x"), 400, CodeInvalidRequest},
-		{errs.E(errs.NotFound, "x"), 404, CodeNotFound},
-		{&errs.Error{Kind: errs.NotFound, Code: CodeFileNotFound}, 404, CodeFileNotFound},
-		{errs.E(errs.Conflict, "x"), 409, CodeConflict},
-		{errs.E(errs.Unavailable, "x"), 503, CodeStorageUnavailable},
-		{errs.WithCode(errs.Unavailable, CodeMetadataUnavailable, "db"), 503, CodeMetadataUnavailable},
-		{errs.E(errs.TooLarge, "x"), 413, CodeFileTooLarge},
-		{errs.E(errs.Unauthorized, "x"), 401, CodeUnauthorized},
-		{errs.E(errs.NoSpace, "x"), 507, CodeInsufficientStorage},
-		{errs.E(errs.Corrupt, "x"), 422, CodeChecksumMismatch},
-		{errs.E(errs.Unsatisfiable, "x"), 416, CodeRangeNotSatisfiable},
-		{errors.New("boom"), 500, CodeInternal},
+		{errs.E(errs.Invalid, "x"), 400, errs.CodeInvalidRequest},
+		{errs.E(errs.NotFound, "x"), 404, errs.CodeNotFound},
+		{errs.WithCode(errs.NotFound, errs.CodeFileNotFound, nil, ""), 404, errs.CodeFileNotFound},
+		{errs.E(errs.Conflict, "x"), 409, errs.CodeConflict},
+		{errs.E(errs.Unavailable, "x"), 503, errs.CodeStorageUnavailable},
+		{errs.WithCode(errs.Unavailable, errs.CodeMetadataUnavailable, nil, "db"), 503, errs.CodeMetadataUnavailable},
+		{errs.E(errs.TooLarge, "x"), 413, errs.CodeFileTooLarge},
+		{errs.E(errs.Unauthorized, "x"), 401, errs.CodeUnauthorized},
+		{errs.E(errs.NoSpace, "x"), 507, errs.CodeInsufficientStorage},
+		{errs.E(errs.Corrupt, "x"), 422, errs.CodeChecksumMismatch},
+		{errs.E(errs.Unsatisfiable, "x"), 416, errs.CodeRangeNotSatisfiable},
+		{errors.New("boom"), 500, errs.CodeInternal},
 		// A code set deep in the chain survives wrapping.
-		{errs.Wrap(errs.Unavailable, errs.WithCode(errs.Unavailable, CodeNoHealthyNodes, "none"), "upload"), 503, CodeNoHealthyNodes},
+		{errs.Wrap(errs.Unavailable, errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "none"), "upload"), 503, errs.CodeNoHealthyNodes},
 	}
 	for _, c := range cases {
 		status, code := StatusOf(c.err)
@@ -47,7 +47,7 @@ func TestWriteErrorShapeHidesUnclassifiedDetail(t *testing.T) {
 	var body ErrorBody
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 	require.Equal(t, 500, body.Status)
-	require.Equal(t, CodeInternal, body.Error)
+	require.Equal(t, errs.CodeInternal, body.Error)
 	require.Equal(t, "internal error", body.Message)
 	require.Equal(t, "/api/x", body.Path)
 	require.False(t, body.Timestamp.IsZero())

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 // RequestIDHeader carries a request's id from the client, through the
@@ -144,7 +146,7 @@ func Recover(log *slog.Logger) func(http.Handler) http.Handler {
 					panic(rec)
 				}
 				log.Error("handler panicked", "panic", rec, "path", r.URL.Path, "request_id", RequestIDFrom(r.Context()))
-				WriteErrorCode(w, r, http.StatusInternalServerError, CodeInternal, "internal error")
+				WriteErrorCode(w, r, http.StatusInternalServerError, errs.CodeInternal, "internal error")
 			}()
 			next.ServeHTTP(w, r)
 		})

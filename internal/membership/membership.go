@@ -63,9 +63,6 @@ const (
 	DefaultMaxParallelProbes = 16
 )
 
-// codeNodeNotFound is the API error code of an unknown node id.
-const codeNodeNotFound = "NODE_NOT_FOUND"
-
 // Store is the part of the metadata store membership uses (meta.Store
 // satisfies it).
 type Store interface {
@@ -461,7 +458,7 @@ func (r *Registry) diskReplaced(n meta.Node, previous string, epoch int64) {
 
 func notFound(id string, err error) error {
 	if errs.Is(err, errs.NotFound) {
-		return &errs.Error{Kind: errs.NotFound, Code: codeNodeNotFound, Msg: "node " + id + " is not registered", Err: err}
+		return errs.WithCode(errs.NotFound, errs.CodeNodeNotFound, err, "node %s is not registered", id)
 	}
 	return err
 }

@@ -27,8 +27,11 @@ func TestStatusesBecomeKinds(t *testing.T) {
 	}{
 		{http.StatusBadRequest, errs.Invalid},
 		{http.StatusUnauthorized, errs.Unauthorized},
+		{http.StatusForbidden, errs.Unauthorized},
 		{http.StatusNotFound, errs.NotFound},
 		{http.StatusConflict, errs.Conflict},
+		{http.StatusRequestEntityTooLarge, errs.TooLarge},
+		{http.StatusMethodNotAllowed, errs.Other},
 		{http.StatusRequestedRangeNotSatisfiable, errs.Unsatisfiable},
 		{http.StatusUnprocessableEntity, errs.Corrupt},
 		{http.StatusInsufficientStorage, errs.NoSpace},
@@ -201,7 +204,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 // returns only once the transport is done with the caller's reader.
 func TestPutLetsGoOfTheBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteErrorCode(w, r, http.StatusConflict, httpx.CodeConflict, "held with another checksum")
+		httpx.WriteErrorCode(w, r, http.StatusConflict, errs.CodeConflict, "held with another checksum")
 	}))
 	defer srv.Close()
 	c := nodeclient.New(nodeclient.Options{})

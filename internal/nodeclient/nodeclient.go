@@ -279,32 +279,27 @@ func statusError(k call, status int, body []byte) error {
 	} else {
 		se.Message = strings.TrimSpace(string(body[:min(len(body), 512)]))
 	}
-	return &errs.Error{Kind: kindOfStatus(status), Msg: fmt.Sprintf("node %s: %s", k.node, k.op), Err: se}
+	return errs.Wrap(kindOfAnswer(status), se, "node %s: %s", k.node, k.op)
 }
 
-func kindOfStatus(status int) errs.Kind {
-	switch status {
-	case http.StatusBadRequest:
-		return errs.Invalid
-	case http.StatusUnauthorized, http.StatusForbidden:
+// kindOfAnswer is the kind of a node's error answer: the kind the node
+// answered with, read back from the table its HTTP layer wrote it from
+// (errs.KindOfStatus), and two rules of this client on top. A 403 is a refused
+// token, as a 401 is. Any other 5xx (a 500 from a failing handler, a proxy's
+// 502 or 504) means this node cannot serve the call now, which is what
+// Unavailable says of a node that does not answer at all: to the coordinator a
+// broken node is a dependency that is down, not a bug of its own. The
+// coordinator's client (internal/client) keeps a 500 as Other, since there it
+// is the called service itself that failed.
+func kindOfAnswer(status int) errs.Kind {
+	k := errs.KindOfStatus(status)
+	switch {
+	case status == http.StatusForbidden:
 		return errs.Unauthorized
-	case http.StatusNotFound:
-		return errs.NotFound
-	case http.StatusConflict:
-		return errs.Conflict
-	case http.StatusRequestEntityTooLarge:
-		return errs.TooLarge
-	case http.StatusRequestedRangeNotSatisfiable:
-		return errs.Unsatisfiable
-	case http.StatusUnprocessableEntity:
-		return errs.Corrupt
-	case http.StatusInsufficientStorage:
-		return errs.NoSpace
-	}
-	if status >= 500 {
+	case k == errs.Other && status >= 500:
 		return errs.Unavailable
 	}
-	return errs.Other
+	return k
 }
 
 // answerWait is how long Put waits for the node's answer once the body is

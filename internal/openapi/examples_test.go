@@ -28,9 +28,9 @@ type answer struct {
 
 // handlerAnswers are the status and code pairs an operation's handler can
 // answer. They are taken from the code that makes them rather than listed:
-// the default code of every kind, through the one mapping in httpx, and the
-// codes that override a kind's default, built the way their producers build
-// them.
+// the default code of every kind, through httpx.StatusOf and the errs table,
+// and the codes that override a kind's default, built the way their producers
+// build them.
 func handlerAnswers() map[answer]bool {
 	out := map[answer]bool{}
 	add := func(err error) {
@@ -44,7 +44,7 @@ func handlerAnswers() map[answer]bool {
 	add(rules.NodeNotFound("example"))
 	add(rules.Unavailable(nil, "example"))
 	// internal/files keeps this error unexported: an upload to an empty ring.
-	add(errs.WithCode(errs.Unavailable, httpx.CodeNoHealthyNodes, "no storage node is on the ring"))
+	add(errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring"))
 	return out
 }
 
@@ -53,15 +53,15 @@ func handlerAnswers() map[answer]bool {
 var codeBelongs = map[string]func(method, path string, op *openapi3.Operation) bool{
 	// The router's own answer to a path no route serves. A handler's
 	// not-found always names what is missing (FILE_NOT_FOUND, NODE_NOT_FOUND).
-	httpx.CodeNotFound:     func(string, string, *openapi3.Operation) bool { return false },
-	httpx.CodeFileNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{fileId}") },
-	httpx.CodeNodeNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{nodeId}") },
+	errs.CodeNotFound:     func(string, string, *openapi3.Operation) bool { return false },
+	errs.CodeFileNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{fileId}") },
+	errs.CodeNodeNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{nodeId}") },
 	// Only a route behind requireToken checks a token, and the document
 	// says so with a security requirement.
-	httpx.CodeUnauthorized:        func(_, _ string, op *openapi3.Operation) bool { return op.Security != nil && len(*op.Security) > 0 },
-	httpx.CodeNoHealthyNodes:      func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "POST /api/files" },
-	httpx.CodeFileTooLarge:        func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "POST /api/files" },
-	httpx.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "GET /api/files/{fileId}" },
+	errs.CodeUnauthorized:        func(_, _ string, op *openapi3.Operation) bool { return op.Security != nil && len(*op.Security) > 0 },
+	errs.CodeNoHealthyNodes:      func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "POST /api/files" },
+	errs.CodeFileTooLarge:        func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "POST /api/files" },
+	errs.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "GET /api/files/{fileId}" },
 }
 
 const errorSchema = "#/components/schemas/Error"

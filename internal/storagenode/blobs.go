@@ -31,7 +31,7 @@ func blobID(r *http.Request) (string, error) {
 // writeBlobError answers err, naming a missing blob BLOB_NOT_FOUND.
 func writeBlobError(w http.ResponseWriter, r *http.Request, err error) {
 	if errs.Is(err, errs.NotFound) {
-		err = &errs.Error{Kind: errs.NotFound, Code: httpx.CodeBlobNotFound, Err: err}
+		err = errs.WithCode(errs.NotFound, errs.CodeBlobNotFound, err, "")
 	}
 	httpx.WriteError(w, r, err)
 }

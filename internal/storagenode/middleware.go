@@ -128,7 +128,7 @@ func (s *Server) recoverPanic(next http.Handler) http.Handler {
 			}
 			s.log.ErrorContext(r.Context(), "handler panic", "panic", v, "stack", string(debug.Stack()),
 				"request_id", requestIDFrom(r.Context()))
-			httpx.WriteErrorCode(w, r, http.StatusInternalServerError, httpx.CodeInternal, "internal error")
+			httpx.WriteErrorCode(w, r, http.StatusInternalServerError, errs.CodeInternal, "internal error")
 		}()
 		next.ServeHTTP(w, r)
 	})

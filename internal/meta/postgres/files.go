@@ -99,7 +99,7 @@ func (s *Store) FileByIdempotencyKey(ctx context.Context, key string) (meta.File
 		var err error
 		rec, found, err = getRecord(ctx, c, `f.idempotency_key = $1`, key)
 		if err == nil && !found {
-			return &errs.Error{Kind: errs.NotFound, Code: rules.CodeFileNotFound, Msg: "no file has idempotency key " + key}
+			return errs.WithCode(errs.NotFound, errs.CodeFileNotFound, nil, "no file has idempotency key %s", key)
 		}
 		return err
 	})

@@ -135,7 +135,7 @@ func (s *Store) FileByIdempotencyKey(ctx context.Context, key string) (meta.File
 		return meta.FileRecord{}, fail(ctx, err, "find file by idempotency key")
 	}
 	if !found {
-		return meta.FileRecord{}, &errs.Error{Kind: errs.NotFound, Code: rules.CodeFileNotFound, Msg: "no file has idempotency key " + key}
+		return meta.FileRecord{}, errs.WithCode(errs.NotFound, errs.CodeFileNotFound, nil, "no file has idempotency key %s", key)
 	}
 	return rec, nil
 }

@@ -10,7 +10,6 @@ package rules
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -19,18 +18,6 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
-)
-
-// CodeMetadataUnavailable is the API code of an error that says the metadata
-// database cannot be reached (the same string as httpx.CodeMetadataUnavailable;
-// this package does not import the HTTP layer).
-const CodeMetadataUnavailable = "METADATA_UNAVAILABLE"
-
-// API codes of the not-found errors, so the HTTP layer can answer
-// FILE_NOT_FOUND or NODE_NOT_FOUND without knowing which lookup failed.
-const (
-	CodeFileNotFound = "FILE_NOT_FOUND"
-	CodeNodeNotFound = "NODE_NOT_FOUND"
 )
 
 // Time returns t as the stores keep it: UTC, truncated to whole microseconds
@@ -58,20 +45,22 @@ func CanonicalFileID(id string) bool {
 	return err == nil && len(id) == 36 && u.String() == id
 }
 
-// FileNotFound is the error for a file that does not exist.
+// FileNotFound is the error for a file that does not exist. Its code,
+// FILE_NOT_FOUND, lets the HTTP layer name what is missing without knowing
+// which lookup failed.
 func FileNotFound(id string) error {
-	return &errs.Error{Kind: errs.NotFound, Code: CodeFileNotFound, Msg: fmt.Sprintf("file %s not found", id)}
+	return errs.WithCode(errs.NotFound, errs.CodeFileNotFound, nil, "file %s not found", id)
 }
 
 // NodeNotFound is the error for a storage node that does not exist.
 func NodeNotFound(id string) error {
-	return &errs.Error{Kind: errs.NotFound, Code: CodeNodeNotFound, Msg: fmt.Sprintf("storage node %s not found", id)}
+	return errs.WithCode(errs.NotFound, errs.CodeNodeNotFound, nil, "storage node %s not found", id)
 }
 
 // Unavailable is the error for a database that cannot be reached or did not
 // answer in time; the API answers it with 503 METADATA_UNAVAILABLE.
 func Unavailable(cause error, op string) error {
-	return &errs.Error{Kind: errs.Unavailable, Code: CodeMetadataUnavailable, Msg: "metadata store unavailable: " + op, Err: cause}
+	return errs.WithCode(errs.Unavailable, errs.CodeMetadataUnavailable, cause, "metadata store unavailable: %s", op)
 }
 
 // Stale is the error for an update that names a version that is no longer
