@@ -47,6 +47,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
@@ -116,9 +117,6 @@ func (noEvents) Checked(int)             {}
 func (noEvents) Progress(float64)        {}
 func (noEvents) PassCompleted(time.Time) {}
 
-// LockFunc takes a named lease (see reconcile.LockFunc).
-type LockFunc = reconcile.LockFunc
-
 // Defaults of Options.
 const (
 	DefaultInterval    = 10 * time.Minute
@@ -161,7 +159,7 @@ type Options struct {
 	// missing, corrupt and orphan copies are still put right.
 	MoveMisplaced bool
 	// Lock, when set, keeps the sweep to one coordinator at a time.
-	Lock   LockFunc
+	Lock   lease.Locker
 	Events Events
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -338,7 +336,7 @@ func newReport() Report { return Report{Found: map[Kind]int{}, Fixed: map[Kind]i
 // ends or a page cannot be read.
 func (s *Sweeper) Pass(ctx context.Context) (rep Report, err error) {
 	if s.o.Lock != nil {
-		work, release, ok := s.o.Lock(ctx, "anti-entropy", max(s.o.Interval, time.Minute))
+		work, release, ok := lease.Hold(ctx, s.o.Lock, "anti-entropy", max(s.o.Interval, time.Minute), s.log)
 		if !ok {
 			return Report{Skipped: true}, nil
 		}

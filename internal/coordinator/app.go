@@ -24,6 +24,7 @@ import (
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/localcache"
@@ -81,9 +82,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 
 	// Redis is an optimisation: a cache in front of the store, leases that
 	// fall back to the store, and change notices between coordinators.
-	// Grace covers the longest lease in use (see redisx.LockOptions).
-	lockOpts := redisx.LockOptions{Logger: log, Grace: cfg.LeaseTTL}
-	var locker redisx.Locker = redisx.NewStoreLocker(base, lockOpts)
+	// Grace covers the longest lease in use (see lease.Options).
+	lockOpts := lease.Options{Logger: log, Grace: cfg.LeaseTTL}
+	var locker lease.Locker = lease.NewStoreLocker(base, lockOpts)
 	var redisPing func(context.Context) error
 	if cfg.RedisURL != "" {
 		a.redis, err = redisx.Open(ctx, cfg.RedisURL, redisx.Options{Logger: log, OnError: a.metrics.RedisError})
@@ -113,7 +114,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 			Entries: cfg.LocalCacheEntries, Hits: a.metrics.LocalCacheHit, Misses: a.metrics.LocalCacheMiss,
 		})
 	}
-	lock := leaseFunc(locker, cfg.LeaseTTL, log)
+	// No lease lives longer than LEASE_TTL between renewals, so a dead
+	// coordinator's leases lapse within it.
+	locker = lease.Capped(locker, cfg.LeaseTTL)
 	store := a.store
 
 	a.transport = nodeclient.NewTransport()
@@ -123,7 +126,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		FailureThreshold: cfg.HealthFailureThreshold, SuccessThreshold: cfg.HealthSuccessThreshold,
 		Interval: cfg.HealthCheckInterval, ProbeTimeout: cfg.HealthProbeTimeout,
 		Logger: log, OnEvent: a.onEvent,
-		SweepLock: (&heldLease{locker: locker, name: "detector", ttl: detectorTTL(cfg)}).hold,
+		SweepLock: locker,
 	})
 	if err != nil {
 		a.close()
@@ -135,11 +138,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	rec := reconcile.New(reconcile.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, ReplicationFactor: cfg.ReplicationFactor, Logger: log,
-		Lock: lock, LockTTL: cfg.LeaseTTL,
+		Lock: locker, LockTTL: cfg.LeaseTTL,
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
-		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: lock,
+		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: locker,
 		Parallelism: cfg.RebalanceParallelism,
 	})
 	a.files, err = files.New(files.Options{
@@ -159,7 +162,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.sweeper, err = antientropy.New(antientropy.Options{
 		Store: base, Nodes: nodes, Cluster: a.members, Reconciler: rec, ReplicationFactor: cfg.ReplicationFactor,
 		Interval: cfg.AntiEntropyInterval, Rate: cfg.AntiEntropyRate, OrphanGrace: cfg.AntiEntropyOrphanGrace,
-		MoveMisplaced: cfg.RebalanceOnMembershipChange, Lock: lock, Events: metrics.NewAntiEntropy(reg), Logger: log,
+		MoveMisplaced: cfg.RebalanceOnMembershipChange, Lock: locker, Events: metrics.NewAntiEntropy(reg), Logger: log,
 	})
 	if err != nil {
 		a.close()
@@ -167,7 +170,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	a.repair = &repairLoop{
 		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
-		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: lock,
+		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: locker,
 		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() }, refresh: a.members.Load,
 	}
 	storeKind := "sqlite"
@@ -210,70 +213,6 @@ func (a *App) close() {
 // closeStore closes the metadata store, then gives up the data directory.
 func (a *App) closeStore() error {
 	return errors.Join(a.store.Close(), a.dirLock.Close())
-}
-
-// detectorTTL is the life of the detector's lease: a round and a probe, so
-// its holder keeps it from round to round, but never longer than LEASE_TTL,
-// so a dead holder is replaced soon. A lease that lapses between rounds is
-// harmless: each round is still swept by one coordinator only.
-func detectorTTL(cfg Config) time.Duration {
-	return min(cfg.HealthCheckInterval+cfg.HealthProbeTimeout, cfg.LeaseTTL)
-}
-
-// heldLease is a lease one coordinator keeps across rounds of periodic work,
-// renewing it each round, so that only its holder does the work.
-type heldLease struct {
-	locker redisx.Locker
-	name   string
-	ttl    time.Duration
-
-	mu  sync.Mutex
-	cur redisx.Lease
-}
-
-// hold renews the lease or takes it, and reports whether this coordinator
-// holds it now.
-func (h *heldLease) hold(ctx context.Context) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cur != nil {
-		if ok, err := h.cur.Renew(ctx); err == nil && ok {
-			return true
-		}
-		h.cur = nil
-	}
-	l, ok, err := h.locker.TryLock(ctx, h.name, h.ttl)
-	if err != nil || !ok {
-		return false
-	}
-	h.cur = l
-	return true
-}
-
-// leaseFunc takes leases from locker, renewed while the work runs; the
-// work's context ends if a lease is lost, and release gives it back. No
-// lease lives longer than maxTTL between renewals, so a dead coordinator's
-// leases lapse within it.
-func leaseFunc(locker redisx.Locker, maxTTL time.Duration, log *slog.Logger) reconcile.LockFunc {
-	return func(ctx context.Context, name string, ttl time.Duration) (context.Context, func(), bool) {
-		l, ok, err := locker.TryLock(ctx, name, min(ttl, maxTTL))
-		if err != nil {
-			// The answer is unknown: skipping is the safe choice, and the
-			// work is retried by the next trigger or repair pass.
-			log.Warn("could not take a lease; skipping the work it guards", "lease", name, "err", err)
-			return ctx, func() {}, false
-		}
-		if !ok {
-			return ctx, func() {}, false
-		}
-		work, stop := redisx.KeepAlive(ctx, l, 0)
-		return work, func() {
-			stop()
-			if err := l.Release(context.WithoutCancel(ctx)); err != nil {
-				log.Warn("could not release a lease; it will lapse", "lease", name, "err", err)
-			}
-		}, true
-	}
 }
 
 // Handler is the REST API.

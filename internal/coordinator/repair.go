@@ -7,9 +7,9 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/rebalance"
-	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
 )
 
@@ -41,7 +41,7 @@ type repairLoop struct {
 	log      *slog.Logger
 	now      func() time.Time
 	// lock, when set, lets one coordinator at a time run the pass.
-	lock reconcile.LockFunc
+	lock lease.Locker
 	// catchUp, when set, runs the rebalance that membership changes are
 	// still owed (see catchUpEpochs); off with automatic rebalancing off.
 	catchUp bool
@@ -143,7 +143,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		return rebalance.Report{Trigger: rebalance.Repair}, nil
 	}
 	if l.lock != nil {
-		work, release, ok := l.lock(ctx, "repair", l.interval)
+		work, release, ok := lease.Hold(ctx, l.lock, "repair", l.interval, l.log)
 		if !ok {
 			l.log.Debug("repair skipped: another coordinator is running it")
 			return rebalance.Report{Trigger: rebalance.Repair, Skipped: true}, nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -44,11 +45,6 @@ type Cluster interface {
 	Status(nodeID string) (meta.NodeStatus, bool)
 }
 
-// LockFunc takes the named lease for ttl. ok is false when someone else holds
-// it, and the caller then skips the work rather than racing. While the lease
-// is held, work is cancelled if the lease is lost; release gives it back.
-type LockFunc func(ctx context.Context, name string, ttl time.Duration) (work context.Context, release func(), ok bool)
-
 // Options configures a Reconciler.
 type Options struct {
 	Store             meta.Store
@@ -58,7 +54,7 @@ type Options struct {
 	Logger            *slog.Logger
 	// Lock, when set, serialises reconciliations of one file across
 	// coordinators: a file another coordinator is reconciling is skipped.
-	Lock LockFunc
+	Lock lease.Locker
 	// LockTTL is the per-file lease's lifetime (renewed while the work runs).
 	LockTTL time.Duration
 }
@@ -70,7 +66,7 @@ type Reconciler struct {
 	cluster Cluster
 	rf      int
 	log     *slog.Logger
-	lock    LockFunc
+	lock    lease.Locker
 	lockTTL time.Duration
 
 	fullMu sync.Mutex
@@ -149,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) 
 // deleted file it is removed.
 func (r *Reconciler) ReconcileWith(ctx context.Context, id string, extra ...string) (Outcome, error) {
 	if r.lock != nil {
-		work, release, ok := r.lock(ctx, "file:"+id, r.lockTTL)
+		work, release, ok := lease.Hold(ctx, r.lock, "file:"+id, r.lockTTL, r.log)
 		if !ok {
 			return Outcome{FileID: id, Skipped: true, Busy: true}, nil
 		}
