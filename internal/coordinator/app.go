@@ -35,6 +35,7 @@ import (
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/taskq"
 )
 
 // App is a running coordinator's components.
@@ -54,6 +55,9 @@ type App struct {
 	metrics    *metrics.Coordinator
 	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
 	redis      *redisx.Client      // nil without REDIS_URL
+	// notices publishes membership changes to Redis, off the registry's
+	// path; nil without REDIS_URL.
+	notices *taskq.Queue
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
 }
@@ -93,6 +97,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 			return nil, err
 		}
 		locker = redisx.NewFallback(a.redis, base, lockOpts)
+		a.notices = taskq.New(taskq.Options{Name: "membership notices", Size: noticeQueueSize, Logger: log})
 		redisPing = a.redis.Ping
 		// With the embedded store and its in-memory cache, Redis caches no
 		// file record: the in-memory cache sees every write of this
@@ -169,7 +174,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		return nil, err
 	}
 	a.repair = &repairLoop{
-		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
+		store: store, rebalancer: a.rebalancer, uploads: a.files, cluster: a.members,
 		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: locker,
 		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() }, refresh: a.members.Load,
 	}
@@ -222,10 +227,12 @@ func (a *App) Handler() http.Handler { return a.handler }
 // block the registry.
 func (a *App) onEvent(e membership.Event) {
 	a.metrics.MembershipEvent(e)
-	if a.redis != nil {
+	if a.notices != nil {
 		// Tell the other coordinators at once rather than at their next
 		// refresh; this must not block the registry.
-		go a.notify(e)
+		if !a.notices.Go(func(ctx context.Context) { a.notify(ctx, e) }) {
+			a.log.Debug("membership notice queue full; other coordinators see the change at their next refresh", "node", e.Node.ID)
+		}
 	}
 	a.pending.Add(1)
 	select {
@@ -334,9 +341,13 @@ func (p patient) Run(ctx context.Context, t rebalance.Trigger, node string) (reb
 // idle reports whether no membership-triggered rebalance is queued or running.
 func (a *App) idle() bool { return a.pending.Load() == 0 }
 
+// noticeQueueSize bounds the membership notices waiting for Redis, as
+// events bounds the changes waiting for a rebalance.
+const noticeQueueSize = 1024
+
 // notify publishes a membership change to the other coordinators.
-func (a *App) notify(e membership.Event) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+func (a *App) notify(ctx context.Context, e membership.Event) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := a.redis.PublishNodeStatus(ctx, e.Node.ID, e.Node.Status, e.At); err != nil {
 		a.log.Debug("could not publish a membership change to Redis", "node", e.Node.ID, "err", err)
@@ -368,6 +379,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { a.rebalanceOnEvents(bg) })
 	wg.Go(func() { a.repair.run(bg) })
 	wg.Go(func() { a.sweeper.Run(bg) })
+	wg.Go(func() { a.files.Run(bg) })
+	if a.notices != nil {
+		wg.Go(func() { a.notices.Run(bg) })
+	}
 	if a.redis != nil {
 		wg.Go(func() {
 			a.redis.SubscribeMembership(bg, func(string) {
