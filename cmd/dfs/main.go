@@ -1,7 +1,10 @@
 // Command dfs is the user's tool for dfs: it runs a local cluster for
-// development (`dfs cluster up`) and answers placement questions offline
-// (`dfs ring`). Client commands for the coordinator's REST API live beside
-// these, one file per command.
+// development (`dfs cluster up`, in cluster.go and clusterctl.go) and answers
+// placement questions offline (`dfs ring`, here). Client commands for the
+// coordinator's REST API live beside these, one file per group of commands
+// that act on the same thing: files.go (put, get, ls, info, rm, verify),
+// nodes.go (nodes and its drain and rejoin, health, rebalance) and
+// version.go.
 package main
 
 import (
@@ -31,7 +34,7 @@ type command struct {
 }
 
 // commands is the table the dispatcher reads; a new subcommand is one entry
-// here and a file of its own.
+// here and a run function in the file of its group (see the package comment).
 func commands() map[string]command {
 	return map[string]command{
 		"ring":    {summary: "answer placement queries read from stdin (see `dfs ring -h`)", run: runRing},

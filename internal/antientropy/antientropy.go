@@ -46,6 +46,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -115,9 +116,6 @@ func (noEvents) Checked(int)             {}
 func (noEvents) Progress(float64)        {}
 func (noEvents) PassCompleted(time.Time) {}
 
-// LockFunc takes a named lease (see reconcile.LockFunc).
-type LockFunc = reconcile.LockFunc
-
 // Defaults of Options.
 const (
 	DefaultInterval    = 10 * time.Minute
@@ -160,7 +158,7 @@ type Options struct {
 	// missing, corrupt and orphan copies are still put right.
 	MoveMisplaced bool
 	// Lock, when set, keeps the sweep to one coordinator at a time.
-	Lock   LockFunc
+	Lock   lease.Locker
 	Events Events
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -337,7 +335,7 @@ func newReport() Report { return Report{Found: map[Kind]int{}, Fixed: map[Kind]i
 // ends or a page cannot be read.
 func (s *Sweeper) Pass(ctx context.Context) (rep Report, err error) {
 	if s.o.Lock != nil {
-		work, release, ok := s.o.Lock(ctx, "anti-entropy", max(s.o.Interval, time.Minute))
+		work, release, ok := lease.Hold(ctx, s.o.Lock, "anti-entropy", max(s.o.Interval, time.Minute), s.log)
 		if !ok {
 			return Report{Skipped: true}, nil
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -459,10 +460,10 @@ func TestNextPassIsDueAnIntervalAfterTheLastStarted(t *testing.T) {
 // while another coordinator's pass, visible through the shared cursor, runs.
 func TestRunWaitsWhileAnotherCoordinatorSweeps(t *testing.T) {
 	var asked atomic.Int64
-	f := newFixture(t, Options{Interval: time.Hour, Lock: func(ctx context.Context, _ string, _ time.Duration) (context.Context, func(), bool) {
+	f := newFixture(t, Options{Interval: time.Hour, Lock: lease.LockerFunc(func(context.Context, string, time.Duration) (lease.Lease, bool, error) {
 		asked.Add(1)
-		return ctx, func() {}, false
-	}}, "A", "B", "C")
+		return nil, false, nil
+	})}, "A", "B", "C")
 	require.NoError(t, f.sw.saveState(context.Background(), State{Cursor: "00000000-0000-4000-8000-000000000001", PassStartedAt: f.now}))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

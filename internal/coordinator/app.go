@@ -24,6 +24,7 @@ import (
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/localcache"
@@ -34,6 +35,7 @@ import (
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/taskq"
 )
 
 // App is a running coordinator's components.
@@ -53,6 +55,9 @@ type App struct {
 	metrics    *metrics.Coordinator
 	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
 	redis      *redisx.Client      // nil without REDIS_URL
+	// notices publishes membership changes to Redis, off the registry's
+	// path; nil without REDIS_URL.
+	notices *taskq.Queue
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
 }
@@ -81,9 +86,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 
 	// Redis is an optimisation: a cache in front of the store, leases that
 	// fall back to the store, and change notices between coordinators.
-	// Grace covers the longest lease in use (see redisx.LockOptions).
-	lockOpts := redisx.LockOptions{Logger: log, Grace: cfg.LeaseTTL}
-	var locker redisx.Locker = redisx.NewStoreLocker(base, lockOpts)
+	// Grace covers the longest lease in use (see lease.Options).
+	lockOpts := lease.Options{Logger: log, Grace: cfg.LeaseTTL}
+	var locker lease.Locker = lease.NewStoreLocker(base, lockOpts)
 	var redisPing func(context.Context) error
 	if cfg.RedisURL != "" {
 		a.redis, err = redisx.Open(ctx, cfg.RedisURL, redisx.Options{Logger: log, OnError: a.metrics.RedisError})
@@ -92,6 +97,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 			return nil, err
 		}
 		locker = redisx.NewFallback(a.redis, base, lockOpts)
+		a.notices = taskq.New(taskq.Options{Name: "membership notices", Size: noticeQueueSize, Logger: log})
 		redisPing = a.redis.Ping
 		// With the embedded store and its in-memory cache, Redis caches no
 		// file record: the in-memory cache sees every write of this
@@ -113,7 +119,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 			Entries: cfg.LocalCacheEntries, Hits: a.metrics.LocalCacheHit, Misses: a.metrics.LocalCacheMiss,
 		})
 	}
-	lock := leaseFunc(locker, cfg.LeaseTTL, log)
+	// No lease lives longer than LEASE_TTL between renewals, so a dead
+	// coordinator's leases lapse within it.
+	locker = lease.Capped(locker, cfg.LeaseTTL)
 	store := a.store
 
 	a.transport = nodeclient.NewTransport()
@@ -123,7 +131,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		FailureThreshold: cfg.HealthFailureThreshold, SuccessThreshold: cfg.HealthSuccessThreshold,
 		Interval: cfg.HealthCheckInterval, ProbeTimeout: cfg.HealthProbeTimeout,
 		Logger: log, OnEvent: a.onEvent,
-		SweepLock: (&heldLease{locker: locker, name: "detector", ttl: detectorTTL(cfg)}).hold,
+		SweepLock: locker,
 	})
 	if err != nil {
 		a.close()
@@ -135,11 +143,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	rec := reconcile.New(reconcile.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, ReplicationFactor: cfg.ReplicationFactor, Logger: log,
-		Lock: lock, LockTTL: cfg.LeaseTTL,
+		Lock: locker, LockTTL: cfg.LeaseTTL,
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
-		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: lock,
+		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: locker,
 		Parallelism: cfg.RebalanceParallelism,
 	})
 	a.files, err = files.New(files.Options{
@@ -159,15 +167,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.sweeper, err = antientropy.New(antientropy.Options{
 		Store: base, Nodes: nodes, Cluster: a.members, Reconciler: rec, ReplicationFactor: cfg.ReplicationFactor,
 		Interval: cfg.AntiEntropyInterval, Rate: cfg.AntiEntropyRate, OrphanGrace: cfg.AntiEntropyOrphanGrace,
-		MoveMisplaced: cfg.RebalanceOnMembershipChange, Lock: lock, Events: metrics.NewAntiEntropy(reg), Logger: log,
+		MoveMisplaced: cfg.RebalanceOnMembershipChange, Lock: locker, Events: metrics.NewAntiEntropy(reg), Logger: log,
 	})
 	if err != nil {
 		a.close()
 		return nil, err
 	}
 	a.repair = &repairLoop{
-		store: store, rebalancer: a.rebalancer, nodes: nodes, cluster: a.members,
-		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: lock,
+		store: store, rebalancer: a.rebalancer, uploads: a.files, cluster: a.members,
+		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: locker,
 		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() }, refresh: a.members.Load,
 	}
 	storeKind := "sqlite"
@@ -212,70 +220,6 @@ func (a *App) closeStore() error {
 	return errors.Join(a.store.Close(), a.dirLock.Close())
 }
 
-// detectorTTL is the life of the detector's lease: a round and a probe, so
-// its holder keeps it from round to round, but never longer than LEASE_TTL,
-// so a dead holder is replaced soon. A lease that lapses between rounds is
-// harmless: each round is still swept by one coordinator only.
-func detectorTTL(cfg Config) time.Duration {
-	return min(cfg.HealthCheckInterval+cfg.HealthProbeTimeout, cfg.LeaseTTL)
-}
-
-// heldLease is a lease one coordinator keeps across rounds of periodic work,
-// renewing it each round, so that only its holder does the work.
-type heldLease struct {
-	locker redisx.Locker
-	name   string
-	ttl    time.Duration
-
-	mu  sync.Mutex
-	cur redisx.Lease
-}
-
-// hold renews the lease or takes it, and reports whether this coordinator
-// holds it now.
-func (h *heldLease) hold(ctx context.Context) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cur != nil {
-		if ok, err := h.cur.Renew(ctx); err == nil && ok {
-			return true
-		}
-		h.cur = nil
-	}
-	l, ok, err := h.locker.TryLock(ctx, h.name, h.ttl)
-	if err != nil || !ok {
-		return false
-	}
-	h.cur = l
-	return true
-}
-
-// leaseFunc takes leases from locker, renewed while the work runs; the
-// work's context ends if a lease is lost, and release gives it back. No
-// lease lives longer than maxTTL between renewals, so a dead coordinator's
-// leases lapse within it.
-func leaseFunc(locker redisx.Locker, maxTTL time.Duration, log *slog.Logger) reconcile.LockFunc {
-	return func(ctx context.Context, name string, ttl time.Duration) (context.Context, func(), bool) {
-		l, ok, err := locker.TryLock(ctx, name, min(ttl, maxTTL))
-		if err != nil {
-			// The answer is unknown: skipping is the safe choice, and the
-			// work is retried by the next trigger or repair pass.
-			log.Warn("could not take a lease; skipping the work it guards", "lease", name, "err", err)
-			return ctx, func() {}, false
-		}
-		if !ok {
-			return ctx, func() {}, false
-		}
-		work, stop := redisx.KeepAlive(ctx, l, 0)
-		return work, func() {
-			stop()
-			if err := l.Release(context.WithoutCancel(ctx)); err != nil {
-				log.Warn("could not release a lease; it will lapse", "lease", name, "err", err)
-			}
-		}, true
-	}
-}
-
 // Handler is the REST API.
 func (a *App) Handler() http.Handler { return a.handler }
 
@@ -283,10 +227,12 @@ func (a *App) Handler() http.Handler { return a.handler }
 // block the registry.
 func (a *App) onEvent(e membership.Event) {
 	a.metrics.MembershipEvent(e)
-	if a.redis != nil {
+	if a.notices != nil {
 		// Tell the other coordinators at once rather than at their next
 		// refresh; this must not block the registry.
-		go a.notify(e)
+		if !a.notices.Go(func(ctx context.Context) { a.notify(ctx, e) }) {
+			a.log.Debug("membership notice queue full; other coordinators see the change at their next refresh", "node", e.Node.ID)
+		}
 	}
 	a.pending.Add(1)
 	select {
@@ -395,9 +341,13 @@ func (p patient) Run(ctx context.Context, t rebalance.Trigger, node string) (reb
 // idle reports whether no membership-triggered rebalance is queued or running.
 func (a *App) idle() bool { return a.pending.Load() == 0 }
 
+// noticeQueueSize bounds the membership notices waiting for Redis, as
+// events bounds the changes waiting for a rebalance.
+const noticeQueueSize = 1024
+
 // notify publishes a membership change to the other coordinators.
-func (a *App) notify(e membership.Event) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+func (a *App) notify(ctx context.Context, e membership.Event) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := a.redis.PublishNodeStatus(ctx, e.Node.ID, e.Node.Status, e.At); err != nil {
 		a.log.Debug("could not publish a membership change to Redis", "node", e.Node.ID, "err", err)
@@ -429,6 +379,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { a.rebalanceOnEvents(bg) })
 	wg.Go(func() { a.repair.run(bg) })
 	wg.Go(func() { a.sweeper.Run(bg) })
+	wg.Go(func() { a.files.Run(bg) })
+	if a.notices != nil {
+		wg.Go(func() { a.notices.Run(bg) })
+	}
 	if a.redis != nil {
 		wg.Go(func() {
 			a.redis.SubscribeMembership(bg, func(string) {

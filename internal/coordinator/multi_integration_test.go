@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
-	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
 	"github.com/dfs-project/dfs/internal/ring"
 )
@@ -93,7 +93,7 @@ func contains(s []string, v string) bool {
 
 func TestLeaseContentionSkipsInsteadOfRacing(t *testing.T) {
 	h := newHarness(t, "postgres", 3, nil)
-	other := redisx.NewStoreLocker(h.store(), redisx.LockOptions{Owner: "another-coordinator"})
+	other := lease.NewStoreLocker(h.store(), lease.Options{Owner: "another-coordinator"})
 	l, ok, err := other.TryLock(t.Context(), "rebalance:MANUAL:", 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -190,7 +190,7 @@ func TestWaitingDrainOutlastsAFileHeldByAnotherRun(t *testing.T) {
 	require.NotEmpty(t, onNode)
 	// Another coordinator is reconciling one of node-2's files right now; its
 	// lease lapses in a second (it is never renewed).
-	other := redisx.NewStoreLocker(h.store(), redisx.LockOptions{Owner: "another-coordinator", Grace: time.Second})
+	other := lease.NewStoreLocker(h.store(), lease.Options{Owner: "another-coordinator", Grace: time.Second})
 	_, ok, err := other.TryLock(t.Context(), "file:"+onNode[0], time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -240,7 +240,7 @@ func TestSkippedMembershipRebalanceIsRetried(t *testing.T) {
 	h := newHarness(t, "sqlite", 3, nil)
 	res := h.upload("f", []byte("retry me"))
 	// Someone holds the FAILED rebalance's lease for a second.
-	other := redisx.NewStoreLocker(h.store(), redisx.LockOptions{Owner: "another-coordinator", Grace: time.Second})
+	other := lease.NewStoreLocker(h.store(), lease.Options{Owner: "another-coordinator", Grace: time.Second})
 	_, ok, err := other.TryLock(t.Context(), "rebalance:FAILED:node-1", time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -5,12 +5,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/rebalance"
-	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
-	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // repairBatch bounds the files one repair pass takes per status group.
@@ -22,17 +20,16 @@ const repairBatch = 10000
 const staleLeaseAge = time.Hour
 
 // repairLoop is the self-healing pass: it re-runs the reconciler over files
-// that are not where they should be, and settles uploads abandoned by a
-// crashed coordinator.
+// that are not where they should be, and has the file service settle uploads
+// abandoned by a crashed coordinator.
 type repairLoop struct {
 	store      meta.Store
 	rebalancer *rebalance.Rebalancer
-	nodes      interface {
-		Head(ctx context.Context, base, id string) (wire.BlobInfo, error)
+	uploads    interface {
+		SettleAbandoned(ctx context.Context, id string, timeout time.Duration) error
 	}
 	cluster interface {
 		Ring() *ring.Ring
-		BaseURL(nodeID string) (string, bool)
 	}
 	interval       time.Duration
 	pendingTimeout time.Duration
@@ -41,7 +38,7 @@ type repairLoop struct {
 	log      *slog.Logger
 	now      func() time.Time
 	// lock, when set, lets one coordinator at a time run the pass.
-	lock reconcile.LockFunc
+	lock lease.Locker
 	// catchUp, when set, runs the rebalance that membership changes are
 	// still owed (see catchUpEpochs); off with automatic rebalancing off.
 	catchUp bool
@@ -143,7 +140,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		return rebalance.Report{Trigger: rebalance.Repair}, nil
 	}
 	if l.lock != nil {
-		work, release, ok := l.lock(ctx, "repair", l.interval)
+		work, release, ok := lease.Hold(ctx, l.lock, "repair", l.interval, l.log)
 		if !ok {
 			l.log.Debug("repair skipped: another coordinator is running it")
 			return rebalance.Report{Trigger: rebalance.Repair, Skipped: true}, nil
@@ -175,7 +172,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		return rebalance.Report{}, err
 	}
 	for _, id := range abandoned {
-		if err := l.settlePending(ctx, id); err != nil {
+		if err := l.uploads.SettleAbandoned(ctx, id, l.pendingTimeout); err != nil {
 			l.log.Warn("could not settle an abandoned upload", "file", id, "err", err)
 		}
 	}
@@ -188,59 +185,4 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved, "failures", rep.Failures,
 		"unrecoverable", len(rep.UnrecoverableFiles), "abandoned_uploads", len(abandoned), "duration_ms", rep.DurationMs)
 	return rep, nil
-}
-
-// settlePending resolves an upload whose coordinator stopped touching it:
-// the planned nodes are asked what they hold; copies found are adopted and
-// the file becomes an ordinary one (the reconciler then completes it), and a
-// file with no copy anywhere is discarded. While a planned node cannot be
-// asked, a file with no copy found is left for a later pass, since
-// discarding it could orphan a copy on that node.
-func (l *repairLoop) settlePending(ctx context.Context, id string) error {
-	rec, err := l.store.GetFile(ctx, id)
-	if errs.Is(err, errs.NotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if rec.Status != meta.FilePending || l.clock().Sub(rec.UpdatedAt) < l.pendingTimeout {
-		return nil
-	}
-	found, unknown := 0, 0
-	for i, c := range rec.Replicas {
-		base, ok := l.cluster.BaseURL(c.NodeID)
-		if !ok {
-			unknown++
-			rec.Replicas[i].Status = meta.ReplicaFailed
-			continue
-		}
-		info, err := l.nodes.Head(ctx, base, id)
-		switch {
-		case err == nil && info.Checksum == rec.Checksum && info.Size == rec.SizeBytes:
-			found++
-			rec.Replicas[i].Status = meta.ReplicaActive
-			if rec.PrimaryNodeID == "" {
-				rec.PrimaryNodeID = c.NodeID
-			}
-		case errs.Is(err, errs.NotFound):
-			rec.Replicas[i].Status = meta.ReplicaFailed
-		default:
-			unknown++
-			rec.Replicas[i].Status = meta.ReplicaFailed
-		}
-	}
-	switch {
-	case found > 0:
-		rec.Status = meta.StatusFor(found, found, rec.ReplicationFactor)
-		rec.StatusReason = "adopted from an upload its coordinator abandoned"
-		l.log.Info("adopting abandoned upload", "file", id, "copies_found", found)
-		return l.store.UpdateFile(ctx, &rec)
-	case unknown > 0:
-		l.log.Info("abandoned upload kept: some planned nodes cannot be asked yet", "file", id, "unreachable", unknown)
-		return nil
-	default:
-		l.log.Info("discarding abandoned upload: no planned node holds a copy", "file", id)
-		return l.store.DeleteFile(ctx, id)
-	}
 }

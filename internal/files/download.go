@@ -271,8 +271,8 @@ func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, r
 	}
 	return &verifyingReader{
 		rc: obj.Body, h: sha256.New(), want: rec.Checksum, size: rec.SizeBytes,
-		onMismatch: func() {
-			s.quarantine(context.WithoutCancel(ctx), rec.ID, n, "bytes do not match the file's checksum (found while streaming)")
+		report: func() {
+			s.reportCorrupt(rec.ID, n, "bytes do not match the file's checksum (found while streaming)")
 		},
 	}, nil
 }
@@ -281,13 +281,16 @@ func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, r
 // until the whole file is verified: a mismatch then yields an errs.Corrupt
 // error instead of the last bytes, so the client receives fewer bytes than
 // Content-Length announced and sees a failed transfer, never a complete one.
+// It only reports the mismatch; the repair is its creator's business.
 type verifyingReader struct {
-	rc         io.ReadCloser
-	h          hash.Hash
-	want       string
-	size, n    int64
-	onMismatch func()
-	verified   bool
+	rc      io.ReadCloser
+	h       hash.Hash
+	want    string
+	size, n int64
+	// report is told that the copy is corrupt. It must return at
+	// once: it runs inside Read.
+	report   func()
+	verified bool
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
@@ -314,7 +317,7 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 }
 
 func (v *verifyingReader) fail() error {
-	v.onMismatch()
+	v.report()
 	return errs.E(errs.Corrupt, "copy does not match the file's checksum")
 }
 

@@ -29,21 +29,40 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(*meta.FileRecor
 	return meta.FileRecord{}, err
 }
 
+// rebuildTimeout bounds the background rebuild of one quarantined copy.
+const rebuildTimeout = 10 * time.Minute
+
 // quarantine takes a corrupt copy out of service: its row becomes FAILED, the
 // file's status follows, and the bad bytes are removed from the node so that
 // no later observation can mistake them for a good copy. The reconciler then
-// rebuilds the copy from a good one in the background.
+// rebuilds the copy from a good one in the background (see Run).
 func (s *Service) quarantine(ctx context.Context, id, node, why string) {
 	s.opt.Events.ChecksumMismatch(node)
 	s.log.Error("corrupt copy quarantined", "file", id, "node", node, "why", why)
 	s.markCorrupt(ctx, id, []string{node})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	queued := s.repairs.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
 		defer cancel()
 		if _, err := s.opt.Reconciler.Reconcile(ctx, id); err != nil {
 			s.log.Warn("rebuild after quarantine failed; the repair loop will retry", "file", id, "err", err)
 		}
-	}()
+	})
+	if !queued {
+		s.log.Warn("rebuild after quarantine not queued; the repair loop will rebuild the copy", "file", id)
+	}
+}
+
+// reportCorrupt is how a streaming read reports that the copy it served does
+// not match the file's checksum. The read has failed already; the
+// quarantine, a metadata update and a node delete, is queued for Run rather
+// than done inside the reader's Read.
+func (s *Service) reportCorrupt(id, node, why string) {
+	queued := s.repairs.Go(func(ctx context.Context) { s.quarantine(ctx, id, node, why) })
+	if !queued {
+		s.opt.Events.ChecksumMismatch(node)
+		s.log.Error("corrupt copy found but its quarantine not queued; the next verified read or verify finds it again",
+			"file", id, "node", node, "why", why)
+	}
 }
 
 // markCorrupt marks the copies on nodes FAILED and deletes their bytes.

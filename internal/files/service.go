@@ -22,6 +22,7 @@ import (
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
+	"github.com/dfs-project/dfs/internal/taskq"
 )
 
 // Nodes is what the service needs from the storage nodes. nodeclient.Client
@@ -29,6 +30,7 @@ import (
 type Nodes interface {
 	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error)
 	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Head(ctx context.Context, base, id string) (wire.BlobInfo, error)
 	Delete(ctx context.Context, base, id string) error
 	Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error)
 }
@@ -111,7 +113,18 @@ type Service struct {
 	log      *slog.Logger
 	copySlot chan struct{} // a semaphore bounding replica writes
 	mem      *memorySpool
+	// repairs holds the quarantines and rebuilds that downloads hand off,
+	// run by Run.
+	repairs *taskq.Queue
 }
+
+// Repair queue bounds: rebuilds are whole-file copies between nodes, so a few
+// at a time; one that does not fit is left to the repair loop, which rebuilds
+// every DEGRADED file.
+const (
+	repairQueueSize = 256
+	repairWorkers   = 4
+)
 
 // New returns a Service, creating and emptying the spool directory (a spool
 // left by a crashed process belongs to no live upload).
@@ -148,9 +161,17 @@ func New(o Options) (*Service, error) {
 	}
 	return &Service{
 		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
-		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
+		mem:     newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
+		repairs: taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
 }
+
+// Run does the repairs that downloads found necessary (quarantining a copy
+// found corrupt while it streamed, rebuilding a quarantined copy) until ctx
+// ends, and returns once none is running: a shutdown cancels a rebuild in
+// flight instead of leaving it to work on against a closed store. A Service
+// runs once.
+func (s *Service) Run(ctx context.Context) { s.repairs.Run(ctx) }
 
 // fileNotFound is the answer for a file that does not exist or is not visible.
 func fileNotFound(id string) error {

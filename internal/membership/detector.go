@@ -287,7 +287,7 @@ func (r *Registry) Run(ctx context.Context) {
 // round is one timer tick of Run. The refresh runs even after a failed sweep:
 // it is what picks up changes other coordinators made.
 func (r *Registry) round(ctx context.Context) {
-	if r.sweepLock == nil || r.sweepLock(ctx) {
+	if r.sweepLock == nil || r.sweepLock.Hold(ctx) {
 		if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("health sweep failed", "error", err)
 		}

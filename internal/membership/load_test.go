@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/ring"
 )
@@ -191,13 +192,16 @@ func TestRunSweepsOnlyWhileItHoldsTheSweepLock(t *testing.T) {
 	asked := make(chan struct{}, 64)
 	h := newHarness(t, func(o *Options) {
 		o.Interval = time.Millisecond
-		o.SweepLock = func(context.Context) bool {
+		o.SweepLock = lease.LockerFunc(func(_ context.Context, name string, ttl time.Duration) (lease.Lease, bool, error) {
 			select {
 			case asked <- struct{}{}:
 			default:
 			}
-			return held.Load()
-		}
+			if !held.Load() {
+				return nil, false, nil
+			}
+			return lease.NewLocalLocker(lease.Options{}).TryLock(context.Background(), name, ttl)
+		})
 	})
 	h.store.put(meta.Node{ID: "node-1", Host: "127.0.0.1", Port: 9001, Status: meta.NodeHealthy, RegisteredAt: epoch})
 	ctx, cancel := context.WithCancel(context.Background())

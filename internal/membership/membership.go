@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/ring"
 )
@@ -159,12 +160,13 @@ type Options struct {
 	// another goroutine) and must not call Register, Deregister, Rejoin,
 	// Sweep or Load. Ring, BaseURL, Node and Nodes are safe.
 	OnEvent func(Event)
-	// SweepLock, when set, is asked before each timed sweep of Run and the
-	// sweep runs only when it answers true. Coordinators sharing a database
-	// pass a lease here so only one of them probes the nodes and counts
-	// failures; the others still refresh their ring from the store. Sweeps
-	// asked for through Sweep (the admin endpoint) always run.
-	SweepLock func(ctx context.Context) bool
+	// SweepLock, when set, gives out the "detector" lease, which Run holds
+	// (or renews) before each timed sweep; the sweep runs only while it
+	// does. Coordinators sharing a database pass their Locker here so only
+	// one of them probes the nodes and counts failures; the others still
+	// refresh their ring from the store. Sweeps asked for through Sweep (the
+	// admin endpoint) always run.
+	SweepLock lease.Locker
 }
 
 // Registry owns storage-node membership and the failure detector. Its methods
@@ -181,7 +183,7 @@ type Registry struct {
 	log          *slog.Logger
 	now          func() time.Time
 	onEvent      func(Event)
-	sweepLock    func(context.Context) bool
+	sweepLock    *lease.Held // nil without Options.SweepLock
 
 	// ring is the published snapshot; readers load it without locking.
 	ring ring.Atomic
@@ -227,12 +229,17 @@ func New(o Options) (*Registry, error) {
 		log:          o.Logger,
 		now:          o.Now,
 		onEvent:      o.OnEvent,
-		sweepLock:    o.SweepLock,
 		ignored:      map[string]bool{},
 		kick:         make(chan string, 64),
 	}
 	if r.probeTimeout == 0 {
 		r.probeTimeout = min(DefaultProbeTimeout, r.interval)
+	}
+	if o.SweepLock != nil {
+		// A round and a probe, so that the holder keeps the lease from
+		// round to round; a lease that lapses between rounds is harmless,
+		// as each round is still swept by one coordinator only.
+		r.sweepLock = lease.NewHeld(o.SweepLock, "detector", r.interval+r.probeTimeout)
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

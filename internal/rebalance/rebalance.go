@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -102,7 +103,7 @@ type Options struct {
 	OnReport func(Report)
 	// Lock, when set, keeps one rebalance per trigger and node running at a
 	// time across coordinators; a second one is skipped.
-	Lock reconcile.LockFunc
+	Lock lease.Locker
 }
 
 // DefaultParallelism is how many files a run reconciles at once unless told
@@ -200,7 +201,7 @@ const runLockTTL = 30 * time.Second
 // Run visits the files trigger affects and reconciles each one.
 func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Report, error) {
 	if b.o.Lock != nil {
-		work, release, ok := b.o.Lock(ctx, "rebalance:"+string(trigger)+":"+node, runLockTTL)
+		work, release, ok := lease.Hold(ctx, b.o.Lock, "rebalance:"+string(trigger)+":"+node, runLockTTL, b.log)
 		if !ok {
 			b.log.Info("rebalance skipped: its lease is held by another coordinator, or leases are settling after a Redis change",
 				"trigger", trigger, "node", node)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -121,10 +122,10 @@ func TestAJoinOfANodeOffTheRingVisitsNothing(t *testing.T) {
 func TestRunSkipsWhenAnotherHoldsTheLease(t *testing.T) {
 	st := &recordingStore{}
 	b := New(Options{Store: st, Reconciler: &countingReconciler{}, Ring: func() *ring.Ring { return ring.New(100, "n1") },
-		Lock: func(ctx context.Context, name string, _ time.Duration) (context.Context, func(), bool) {
+		Lock: lease.LockerFunc(func(_ context.Context, name string, _ time.Duration) (lease.Lease, bool, error) {
 			require.Equal(t, "rebalance:MANUAL:", name)
-			return ctx, func() {}, false
-		}})
+			return nil, false, nil
+		})})
 	rep, err := b.Run(context.Background(), Manual, "")
 	require.NoError(t, err)
 	require.True(t, rep.Skipped)

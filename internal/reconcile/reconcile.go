@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -44,11 +45,6 @@ type Cluster interface {
 	Status(nodeID string) (meta.NodeStatus, bool)
 }
 
-// LockFunc takes the named lease for ttl. ok is false when someone else holds
-// it, and the caller then skips the work rather than racing. While the lease
-// is held, work is cancelled if the lease is lost; release gives it back.
-type LockFunc func(ctx context.Context, name string, ttl time.Duration) (work context.Context, release func(), ok bool)
-
 // Options configures a Reconciler.
 type Options struct {
 	Store             meta.Store
@@ -58,7 +54,7 @@ type Options struct {
 	Logger            *slog.Logger
 	// Lock, when set, serialises reconciliations of one file across
 	// coordinators: a file another coordinator is reconciling is skipped.
-	Lock LockFunc
+	Lock lease.Locker
 	// LockTTL is the per-file lease's lifetime (renewed while the work runs).
 	LockTTL time.Duration
 }
@@ -70,7 +66,7 @@ type Reconciler struct {
 	cluster Cluster
 	rf      int
 	log     *slog.Logger
-	lock    LockFunc
+	lock    lease.Locker
 	lockTTL time.Duration
 
 	fullMu sync.Mutex
@@ -149,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, id string) (Outcome, error) 
 // deleted file it is removed.
 func (r *Reconciler) ReconcileWith(ctx context.Context, id string, extra ...string) (Outcome, error) {
 	if r.lock != nil {
-		work, release, ok := r.lock(ctx, "file:"+id, r.lockTTL)
+		work, release, ok := lease.Hold(ctx, r.lock, "file:"+id, r.lockTTL, r.log)
 		if !ok {
 			return Outcome{FileID: id, Skipped: true, Busy: true}, nil
 		}
@@ -195,6 +191,10 @@ var stateNames = [...]string{"offline", "absent", "present", "mismatch", "unreac
 
 func (s state) String() string { return stateNames[s] }
 
+// once is one attempt at reconciling the file: load it, ask the nodes what
+// they hold, create the missing copies, remove the surplus ones, and record
+// the copies and the status that result. A Conflict error means the record
+// changed under it and the attempt is to be made again.
 func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outcome, error) {
 	rec, err := r.store.GetFile(ctx, id)
 	if errs.Is(err, errs.NotFound) {
@@ -210,6 +210,37 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 		return r.finishDelete(ctx, rec, extra)
 	}
 
+	p := r.plan(ctx, rec, extra)
+	if err := p.create(ctx); err != nil {
+		return p.out, err
+	}
+	next := p.placeCopies(ctx)
+	p.promote(&next)
+	return p.commit(ctx, next)
+}
+
+// pass is the working state of one attempt (see once): the file as it was
+// read, where its copies belong and what each node asked holds.
+type pass struct {
+	r   *Reconciler
+	id  string
+	rec meta.FileRecord // as read; markMoving updates it
+	rg  *ring.Ring
+	// desired are the nodes the copies belong on, in preference order; a
+	// full node gives its place to a stand-in.
+	desired []string
+	nodes   []string // every node asked: desired, the copy rows' and the extra ones
+	obs     map[string]state
+	pref    []string // the whole preference list, where stand-ins come from
+	spare   int      // the next node of pref that may stand in for a full one
+	created []string // nodes given a copy by this pass
+	out     Outcome
+}
+
+// plan works out where the copies belong and asks every node concerned
+// what it holds.
+func (r *Reconciler) plan(ctx context.Context, rec meta.FileRecord, extra []string) *pass {
+	id := rec.ID
 	rg := r.cluster.Ring()
 	desired := rg.Preference(id, r.rf)
 	nodes := slices.Clone(desired)
@@ -224,107 +255,118 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 		}
 	}
 	obs := r.observe(ctx, rec, nodes)
-	out := Outcome{FileID: id}
-
-	// CREATE: every desired node without a good copy gets one, copied from a
-	// node that has it. Destinations are recorded as PENDING first, so a
-	// crash mid-copy leaves a trace the next run resolves. A node that is
-	// full gives its place to the next node of the preference list, as an
-	// upload does: a full disk is not a dead node.
-	pref := rg.Preference(id, len(rg.Nodes()))
-	spare := len(desired) // the next node of pref that may stand in for a full one
-	// standIn gives desired[i]'s place to the next node of the preference
-	// list, observing it if it was not yet; false when no node is left.
-	standIn := func(i int) bool {
-		for spare < len(pref) && slices.Contains(desired, pref[spare]) {
-			spare++
-		}
-		if spare == len(pref) {
-			return false
-		}
-		stand := pref[spare]
-		spare++
-		r.log.Debug("node is full; the next node of the preference list takes its copy", "file", id, "full", desired[i], "node", stand)
-		desired[i] = stand
-		if !slices.Contains(nodes, stand) {
-			nodes = append(nodes, stand)
-			obs[stand] = r.observeOne(ctx, rec.File, stand)
-		}
-		return true
+	return &pass{
+		r: r, id: id, rec: rec, rg: rg, desired: desired, nodes: nodes, obs: obs,
+		pref: rg.Preference(id, len(rg.Nodes())), spare: len(desired), out: Outcome{FileID: id},
 	}
+}
+
+// standIn gives desired[i]'s place to the next node of the preference
+// list, observing it if it was not yet; false when no node is left.
+func (p *pass) standIn(ctx context.Context, i int) bool {
+	for p.spare < len(p.pref) && slices.Contains(p.desired, p.pref[p.spare]) {
+		p.spare++
+	}
+	if p.spare == len(p.pref) {
+		return false
+	}
+	stand := p.pref[p.spare]
+	p.spare++
+	p.r.log.Debug("node is full; the next node of the preference list takes its copy", "file", p.id, "full", p.desired[i], "node", stand)
+	p.desired[i] = stand
+	if !slices.Contains(p.nodes, stand) {
+		p.nodes = append(p.nodes, stand)
+		p.obs[stand] = p.r.observeOne(ctx, p.rec.File, stand)
+	}
+	return true
+}
+
+// create is the CREATE step: every desired node without a good copy gets
+// one, copied from a node that has it. Destinations are recorded as PENDING
+// first, so a crash mid-copy leaves a trace the next run resolves. A node
+// that is full gives its place to the next node of the preference list, as
+// an upload does: a full disk is not a dead node.
+func (p *pass) create(ctx context.Context) error {
+	r, id, obs := p.r, p.id, p.obs
 	// Nodes found full a moment ago are not asked again until fullBackoff
 	// has passed: their stand-ins count in their place.
-	for i := range desired {
-		if needsCopy(obs[desired[i]]) && r.recentlyFull(desired[i]) {
-			standIn(i)
+	for i := range p.desired {
+		if needsCopy(obs[p.desired[i]]) && r.recentlyFull(p.desired[i]) {
+			p.standIn(ctx, i)
 		}
 	}
 	var missing []string
-	for _, n := range desired {
+	for _, n := range p.desired {
 		if needsCopy(obs[n]) {
 			missing = append(missing, n)
 		}
 	}
-	sources := r.sources(obs, desired, nodes)
-	var created []string
-	if len(missing) > 0 && len(sources) > 0 {
-		if err := r.markMoving(ctx, &rec, missing); err != nil {
-			return out, err
+	sources := r.sources(obs, p.desired, p.nodes)
+	if len(missing) == 0 || len(sources) == 0 {
+		return nil
+	}
+	if err := r.markMoving(ctx, &p.rec, missing); err != nil {
+		return err
+	}
+	for i := 0; i < len(p.desired); i++ {
+		n := p.desired[i]
+		if !needsCopy(obs[n]) {
+			continue
 		}
-		for i := 0; i < len(desired); i++ {
-			n := desired[i]
-			if !needsCopy(obs[n]) {
+		if _, planned := p.rec.Replica(n); !planned {
+			if err := r.markMoving(ctx, &p.rec, []string{n}); err != nil {
+				return err
+			}
+		}
+		err := r.copyTo(ctx, p.rec.File, n, sources, obs)
+		switch {
+		case err == nil:
+			obs[n] = present
+			p.created = append(p.created, n)
+			p.out.CopiesCreated++
+			r.log.Info("created copy", "file", id, "node", n)
+		case errs.Is(err, errs.NoSpace):
+			r.markFull(n)
+			if p.standIn(ctx, i) {
+				i-- // now try the stand-in
 				continue
 			}
-			if _, planned := rec.Replica(n); !planned {
-				if err := r.markMoving(ctx, &rec, []string{n}); err != nil {
-					return out, err
-				}
-			}
-			err := r.copyTo(ctx, rec.File, n, sources, obs)
-			switch {
-			case err == nil:
-				obs[n] = present
-				created = append(created, n)
-				out.CopiesCreated++
-				r.log.Info("created copy", "file", id, "node", n)
-			case errs.Is(err, errs.NoSpace):
-				r.markFull(n)
-				if standIn(i) {
-					i-- // now try the stand-in
-					continue
-				}
-				out.Failures++
-				r.log.Warn("node is full and no other node can take its copy", "file", id, "node", n)
-			default:
-				out.Failures++
-				r.log.Warn("could not create copy", "file", id, "node", n, "err", err)
-			}
+			p.out.Failures++
+			r.log.Warn("node is full and no other node can take its copy", "file", id, "node", n)
+		default:
+			p.out.Failures++
+			r.log.Warn("could not create copy", "file", id, "node", n, "err", err)
 		}
 	}
+	return nil
+}
 
+// placeCopies is the DELETE step, and the copy rows that follow from it:
+// surplus copies go only once every desired copy is confirmed. It returns
+// the record to write, with its copies rebuilt from what the nodes hold.
+func (p *pass) placeCopies(ctx context.Context) meta.FileRecord {
+	r, id, rec, obs := p.r, p.id, p.rec, p.obs
 	next := rec // the record we will write, with its copies rebuilt below
 	next.Replicas = nil
 
-	// DELETE: surplus copies go only once every desired copy is confirmed.
-	complete := len(desired) > 0
-	for _, n := range desired {
+	complete := len(p.desired) > 0
+	for _, n := range p.desired {
 		complete = complete && obs[n] == present
 	}
-	for _, n := range nodes {
-		if slices.Contains(desired, n) {
+	for _, n := range p.nodes {
+		if slices.Contains(p.desired, n) {
 			continue
 		}
 		prev, hadRow := rec.Replica(n)
 		switch {
 		case complete && (obs[n] == present || obs[n] == mismatch):
 			if err := r.remove(ctx, id, n); err != nil {
-				out.Failures++
+				p.out.Failures++
 				r.log.Warn("could not remove surplus copy", "file", id, "node", n, "err", err)
 				next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaActive, hadRow))
 				continue
 			}
-			out.CopiesRemoved++
+			p.out.CopiesRemoved++
 			r.log.Info("removed surplus copy (no longer assigned by the ring)", "file", id, "node", n)
 		case complete && obs[n] == absent:
 			// Nothing there to delete: forget the row.
@@ -336,7 +378,7 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 			next.Replicas = append(next.Replicas, withStatus(prev, id, n, meta.ReplicaFailed, hadRow))
 		}
 	}
-	for _, n := range desired {
+	for _, n := range p.desired {
 		prev, hadRow := rec.Replica(n)
 		switch obs[n] {
 		case present:
@@ -348,12 +390,17 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 		}
 	}
 	slices.SortFunc(next.Replicas, func(a, b meta.Replica) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return next
+}
 
-	// PROMOTE and STATUS.
+// promote is the PROMOTE and STATUS step: the primary is the first desired
+// node with a good copy (or any node with one), and the status follows from
+// the good copies.
+func (p *pass) promote(next *meta.FileRecord) {
 	desiredCopies, total := 0, 0
 	primary := ""
-	for _, n := range desired {
-		if obs[n] == present {
+	for _, n := range p.desired {
+		if p.obs[n] == present {
 			desiredCopies++
 			if primary == "" {
 				primary = n
@@ -371,21 +418,25 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 	if primary != "" {
 		next.PrimaryNodeID = primary
 	}
-	next.Status = meta.StatusFor(desiredCopies, total, r.rf)
-	next.StatusReason = r.reason(next.Status, desired, obs, len(rg.Nodes()))
-	out.PrimaryPromoted = primary != "" && primary != rec.PrimaryNodeID
-	out.Unrecoverable = total == 0
-	out.Status = next.Status
+	next.Status = meta.StatusFor(desiredCopies, total, p.r.rf)
+	next.StatusReason = p.r.reason(next.Status, p.desired, p.obs, len(p.rg.Nodes()))
+	p.out.PrimaryPromoted = primary != "" && primary != p.rec.PrimaryNodeID
+	p.out.Unrecoverable = total == 0
+	p.out.Status = next.Status
+}
 
-	if sameState(rec, next) {
+// commit writes next unless nothing changed.
+func (p *pass) commit(ctx context.Context, next meta.FileRecord) (Outcome, error) {
+	r, id, out := p.r, p.id, p.out
+	if sameState(p.rec, next) {
 		return out, nil
 	}
 	if err := r.store.UpdateFile(ctx, &next); err != nil {
 		// The file may have been deleted while its copies were being made
 		// (its row is then DELETED, or gone altogether): the copies made for
 		// it would be orphans that nothing else lists.
-		if (errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound)) && len(created) > 0 {
-			r.undoIfDeleted(ctx, id, created, obs)
+		if (errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound)) && len(p.created) > 0 {
+			r.undoIfDeleted(ctx, id, p.created, p.obs)
 		}
 		if errs.Is(err, errs.NotFound) {
 			return Outcome{FileID: id, Removed: true, CopiesCreated: out.CopiesCreated}, nil

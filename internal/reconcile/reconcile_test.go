@@ -16,6 +16,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -374,10 +375,14 @@ func TestLockContentionSkips(t *testing.T) {
 	f.cluster.set("A", "B", "C")
 	rec := f.file([]byte("locked"), "A")
 	held := true
-	f.rec.lock = func(ctx context.Context, name string, _ time.Duration) (context.Context, func(), bool) {
+	free := lease.NewLocalLocker(lease.Options{})
+	f.rec.lock = lease.LockerFunc(func(ctx context.Context, name string, ttl time.Duration) (lease.Lease, bool, error) {
 		require.Equal(t, "file:"+rec.ID, name)
-		return ctx, func() {}, !held
-	}
+		if held {
+			return nil, false, nil
+		}
+		return free.TryLock(ctx, name, ttl)
+	})
 	out := f.reconcile(rec.ID)
 	require.True(t, out.Skipped)
 	require.Empty(t, f.nodes.takeOps(), "a skipped file is not touched")

@@ -68,8 +68,15 @@ type CacheOptions struct {
 //
 // PENDING records are never cached: they change while an upload runs, and the
 // repair loop decides on their age.
+//
+// Only the methods that read or change one file's record are its own; the
+// others are the embedded store's: Ping asks the store, whose health is the
+// readiness, never Redis; FilesAfter serves the sweep, which must see the
+// store; epochs are never cached, since a coordinator that read a stale one
+// could skip a rebalance it owes. TestEveryStoreMethodIsDecided makes whoever
+// adds a method to meta.Store say which kind it is.
 type CachedStore struct {
-	store  meta.Store
+	meta.Store
 	c      *Client
 	ttl    time.Duration
 	window time.Duration // fill window
@@ -92,7 +99,7 @@ func NewCachedStore(store meta.Store, c *Client, o CacheOptions) *CachedStore {
 		o.TTL = DefaultCacheTTL
 	}
 	return &CachedStore{
-		store:  store,
+		Store:  store,
 		c:      c,
 		ttl:    o.TTL,
 		window: min(o.TTL/2, maxFillWindow),
@@ -153,7 +160,7 @@ func count(f func()) {
 func (s *CachedStore) GetFile(ctx context.Context, id string) (meta.FileRecord, error) {
 	if !s.trusted() {
 		count(s.onMiss)
-		return s.store.GetFile(ctx, id)
+		return s.Store.GetFile(ctx, id)
 	}
 	start := time.Now()
 	cctx, cancel := s.c.cmdCtx(ctx)
@@ -162,7 +169,7 @@ func (s *CachedStore) GetFile(ctx context.Context, id string) (meta.FileRecord, 
 	if s.c.check(ctx, "cache_get", err) != nil {
 		// Redis failed just now: do not wait on it again to fill.
 		count(s.onMiss)
-		return s.store.GetFile(ctx, id)
+		return s.Store.GetFile(ctx, id)
 	}
 	if raw, ok := vals[0].(string); ok {
 		var rec meta.FileRecord
@@ -173,7 +180,7 @@ func (s *CachedStore) GetFile(ctx context.Context, id string) (meta.FileRecord, 
 		// Unreadable: the fill below replaces it.
 	}
 	count(s.onMiss)
-	rec, err := s.store.GetFile(ctx, id)
+	rec, err := s.Store.GetFile(ctx, id)
 	if err != nil || rec.Status == meta.FilePending {
 		return rec, err
 	}
@@ -212,144 +219,36 @@ func (s *CachedStore) invalidate(ctx context.Context, id string) {
 
 // CreateFile creates the file, then drops any record cached under its ID.
 func (s *CachedStore) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
-	err := s.store.CreateFile(ctx, rec)
+	err := s.Store.CreateFile(ctx, rec)
 	s.invalidate(ctx, rec.ID)
 	return err
 }
 
 // UpdateFile updates the file, then drops its cached record.
 func (s *CachedStore) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
-	err := s.store.UpdateFile(ctx, rec)
+	err := s.Store.UpdateFile(ctx, rec)
 	s.invalidate(ctx, rec.ID)
 	return err
 }
 
 // TouchFile touches the file, then drops its cached record (UpdatedAt changed).
 func (s *CachedStore) TouchFile(ctx context.Context, id string) error {
-	err := s.store.TouchFile(ctx, id)
+	err := s.Store.TouchFile(ctx, id)
 	s.invalidate(ctx, id)
 	return err
 }
 
 // DeleteFile deletes the file, then drops its cached record.
 func (s *CachedStore) DeleteFile(ctx context.Context, id string) error {
-	err := s.store.DeleteFile(ctx, id)
+	err := s.Store.DeleteFile(ctx, id)
 	s.invalidate(ctx, id)
 	return err
-}
-
-// The methods below neither read nor change a single file's record (or, for
-// FileByIdempotencyKey, are rare enough not to cache) and go straight to the
-// store. They are spelled out rather than inherited by embedding meta.Store,
-// so that a method added to meta.Store stops this type from compiling until
-// someone decides whether it must invalidate.
-
-// Ping pings the store (never Redis: the store's health is the readiness).
-func (s *CachedStore) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
-
-// Close closes the wrapped store.
-func (s *CachedStore) Close() error { return s.store.Close() }
-
-// CreateNode passes through.
-func (s *CachedStore) CreateNode(ctx context.Context, n *meta.Node) error {
-	return s.store.CreateNode(ctx, n)
-}
-
-// GetNode passes through.
-func (s *CachedStore) GetNode(ctx context.Context, id string) (meta.Node, error) {
-	return s.store.GetNode(ctx, id)
-}
-
-// ListNodes passes through.
-func (s *CachedStore) ListNodes(ctx context.Context) ([]meta.Node, error) {
-	return s.store.ListNodes(ctx)
-}
-
-// UpdateNode passes through.
-func (s *CachedStore) UpdateNode(ctx context.Context, n *meta.Node) error {
-	return s.store.UpdateNode(ctx, n)
-}
-
-// FileByIdempotencyKey passes through.
-func (s *CachedStore) FileByIdempotencyKey(ctx context.Context, key string) (meta.FileRecord, error) {
-	return s.store.FileByIdempotencyKey(ctx, key)
-}
-
-// ListFiles passes through.
-func (s *CachedStore) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, int, error) {
-	return s.store.ListFiles(ctx, q)
-}
-
-// FileIDsOnNode passes through.
-func (s *CachedStore) FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error) {
-	return s.store.FileIDsOnNode(ctx, nodeID)
-}
-
-// FileIDsByStatus passes through.
-func (s *CachedStore) FileIDsByStatus(ctx context.Context, statuses []meta.FileStatus, updatedBefore time.Time, limit int) ([]string, error) {
-	return s.store.FileIDsByStatus(ctx, statuses, updatedBefore, limit)
-}
-
-// FileIDsInRanges passes through.
-func (s *CachedStore) FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange) ([]string, error) {
-	return s.store.FileIDsInRanges(ctx, ranges)
-}
-
-// CountFilesByStatus passes through.
-func (s *CachedStore) CountFilesByStatus(ctx context.Context) (map[meta.FileStatus]int, error) {
-	return s.store.CountFilesByStatus(ctx)
-}
-
-// AcquireLease passes through.
-func (s *CachedStore) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	return s.store.AcquireLease(ctx, name, owner, ttl)
-}
-
-// PruneLeases passes through.
-func (s *CachedStore) PruneLeases(ctx context.Context, grace time.Duration) (int, error) {
-	return s.store.PruneLeases(ctx, grace)
-}
-
-// ReleaseLease passes through.
-func (s *CachedStore) ReleaseLease(ctx context.Context, name, owner string) error {
-	return s.store.ReleaseLease(ctx, name, owner)
-}
-
-// FilesAfter passes through: the sweep must see the store, not the cache.
-func (s *CachedStore) FilesAfter(ctx context.Context, after string, limit int) ([]meta.FileRecord, error) {
-	return s.store.FilesAfter(ctx, after, limit)
-}
-
-// GetState passes through.
-func (s *CachedStore) GetState(ctx context.Context, key string) (string, error) {
-	return s.store.GetState(ctx, key)
-}
-
-// PutState passes through.
-func (s *CachedStore) PutState(ctx context.Context, key, value string) error {
-	return s.store.PutState(ctx, key, value)
-}
-
-// BumpMembershipEpoch passes through: epochs are never cached, since a
-// coordinator that read a stale one could skip a rebalance it owes.
-func (s *CachedStore) BumpMembershipEpoch(ctx context.Context) (int64, error) {
-	return s.store.BumpMembershipEpoch(ctx)
-}
-
-// Epochs passes through.
-func (s *CachedStore) Epochs(ctx context.Context) (meta.Epochs, error) {
-	return s.store.Epochs(ctx)
-}
-
-// CompleteRebalance passes through.
-func (s *CachedStore) CompleteRebalance(ctx context.Context, epoch int64) error {
-	return s.store.CompleteRebalance(ctx, epoch)
 }
 
 // MarkNodeCopiesLost changes many file records at once, then drops each of
 // them from the cache.
 func (s *CachedStore) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
-	ids, err := s.store.MarkNodeCopiesLost(ctx, nodeID, reason)
+	ids, err := s.Store.MarkNodeCopiesLost(ctx, nodeID, reason)
 	for _, id := range ids {
 		s.invalidate(ctx, id)
 	}

@@ -399,3 +399,18 @@ func BenchmarkCachedStore(b *testing.B) {
 		return NewCachedStore(openSQLite(b), sharedClient(b, Options{}), CacheOptions{})
 	})
 }
+
+// TestEveryStoreMethodIsDecided: CachedStore embeds meta.Store, so a method
+// added there would pass through unseen. Whoever adds one decides here
+// whether it changes file records (CachedStore must override it and drop what
+// it cached, and FileWritesAreReadBack in metatest must cover it) or passes
+// through.
+func TestEveryStoreMethodIsDecided(t *testing.T) {
+	cached := []string{"GetFile", "CreateFile", "UpdateFile", "TouchFile", "DeleteFile", "MarkNodeCopiesLost"}
+	passThrough := []string{
+		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",
+		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
+		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
+	}
+	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
+}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
 )
 
@@ -33,7 +34,7 @@ import (
 // lost.
 type Fallback struct {
 	redis *RedisLocker
-	other backend
+	other lease.Backend
 	owner string
 	grace time.Duration
 	log   *slog.Logger
@@ -44,17 +45,17 @@ type Fallback struct {
 	downSince time.Time
 }
 
-var _ Locker = (*Fallback)(nil)
+var _ lease.Locker = (*Fallback)(nil)
 
 // NewFallback returns a Locker over Redis that falls back to lease rows in
 // store, or to process-local leases when store is nil.
-func NewFallback(c *Client, store meta.Store, o LockOptions) *Fallback {
-	o = o.withDefaults()
+func NewFallback(c *Client, store meta.Store, o lease.Options) *Fallback {
+	o = o.WithDefaults()
 	f := &Fallback{redis: NewRedisLocker(c, o), owner: o.Owner, grace: o.Grace, log: o.Logger}
 	if store != nil {
-		f.other = NewStoreLocker(store, o)
+		f.other = lease.NewStoreLocker(store, o)
 	} else {
-		f.other = NewLocalLocker(o)
+		f.other = lease.NewLocalLocker(o)
 	}
 	return f
 }
@@ -82,13 +83,13 @@ func (f *Fallback) redisFailed() time.Duration {
 // TryLock takes the lease in Redis, or, when Redis fails, in the fallback
 // once Redis has been failing for Grace (until then, ok is false). An error
 // means the fallback failed too (or ctx ended).
-func (f *Fallback) TryLock(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
-	if err := checkLock(name, ttl, f.grace); err != nil {
+func (f *Fallback) TryLock(ctx context.Context, name string, ttl time.Duration) (lease.Lease, bool, error) {
+	if err := lease.Check(name, ttl, f.grace); err != nil {
 		return nil, false, err
 	}
-	l := &fallbackLease{f: f, name: name, token: f.owner + ":" + newToken(), ttl: ttl}
+	l := &fallbackLease{f: f, name: name, token: lease.NewToken(f.owner), ttl: ttl}
 	start := time.Now()
-	ok, err := f.redis.acquire(ctx, name, l.token, ttl, false)
+	ok, err := f.redis.Acquire(ctx, name, l.token, ttl, false)
 	switch {
 	case err == nil:
 		f.redisAnswered()
@@ -98,7 +99,7 @@ func (f *Fallback) TryLock(ctx context.Context, name string, ttl time.Duration) 
 	case f.redisFailed() < f.grace:
 		return nil, false, nil
 	default:
-		ok, err = f.other.acquire(ctx, name, l.token, ttl, false)
+		ok, err = f.other.Acquire(ctx, name, l.token, ttl, false)
 	}
 	if err != nil || !ok {
 		return nil, false, err
@@ -120,7 +121,7 @@ type fallbackLease struct {
 	deadline time.Time
 }
 
-var _ Lease = (*fallbackLease)(nil)
+var _ lease.Lease = (*fallbackLease)(nil)
 
 func (l *fallbackLease) Name() string { return l.name }
 
@@ -144,7 +145,7 @@ func (l *fallbackLease) Renew(ctx context.Context) (bool, error) {
 func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
 	f := l.f
 	if l.inRedis {
-		ok, err := f.redis.renew(ctx, l.name, l.token, l.ttl)
+		ok, err := f.redis.Renew(ctx, l.name, l.token, l.ttl)
 		if err == nil {
 			f.redisAnswered()
 			return ok, nil
@@ -153,19 +154,19 @@ func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		f.redisFailed()
-		ok, err = f.other.acquire(ctx, l.name, l.token, l.ttl, true)
+		ok, err = f.other.Acquire(ctx, l.name, l.token, l.ttl, true)
 		if ok && err == nil {
 			l.inRedis = false
 			f.log.Info("lease moved to the fallback", "lease", l.name)
 		}
 		return ok, err
 	}
-	ok, err := f.redis.acquire(ctx, l.name, l.token, l.ttl, true)
+	ok, err := f.redis.Acquire(ctx, l.name, l.token, l.ttl, true)
 	if err == nil {
 		f.redisAnswered()
 		// Whether the lease moved back or was found taken, the fallback
 		// row is no longer ours to keep.
-		if rerr := f.other.release(context.WithoutCancel(ctx), l.name, l.token); rerr != nil {
+		if rerr := f.other.Release(context.WithoutCancel(ctx), l.name, l.token); rerr != nil {
 			f.log.Warn("could not drop the fallback lease; it expires on its own", "lease", l.name, "err", rerr)
 		}
 		if ok {
@@ -178,7 +179,7 @@ func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	f.redisFailed()
-	return f.other.renew(ctx, l.name, l.token, l.ttl)
+	return f.other.Renew(ctx, l.name, l.token, l.ttl)
 }
 
 func (l *fallbackLease) Release(ctx context.Context) error {
@@ -186,7 +187,7 @@ func (l *fallbackLease) Release(ctx context.Context) error {
 	defer l.mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	if l.inRedis {
-		return l.f.redis.release(ctx, l.name, l.token)
+		return l.f.redis.Release(ctx, l.name, l.token)
 	}
-	return l.f.other.release(ctx, l.name, l.token)
+	return l.f.other.Release(ctx, l.name, l.token)
 }

@@ -70,12 +70,6 @@ func openPostgres(t testing.TB) *postgres.Store {
 	return openPostgresAt(t, testenv.NewPostgresDB(t))
 }
 
-// testenvPostgres is a fresh database's URL, for stores that must share one.
-func testenvPostgres(t testing.TB) string {
-	t.Helper()
-	return testenv.NewPostgresDB(t)
-}
-
 func openPostgresAt(t testing.TB, url string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(ctxT(t), url, nil)

@@ -1,8 +1,9 @@
 // Package redisx is dfs's use of Redis, which is an optimisation and never a
-// dependency: a read-through cache of file records (CachedStore), lease locks
-// that keep background work single-writer across coordinators (RedisLocker,
-// and Fallback, which moves to a lease row in the metadata store while Redis
-// is away), and a shared view of node health with change notices.
+// dependency: a read-through cache of file records (CachedStore), the Redis
+// implementations of lease.Locker that keep background work single-writer
+// across coordinators (RedisLocker, and Fallback, which moves to a lease row in
+// the metadata store while Redis is away), and a shared view of node health
+// with change notices.
 //
 // Every call has a short timeout (Options.CommandTimeout, 500ms by default),
 // so a dead or hung Redis costs each request at most that much, and failures
@@ -207,8 +208,7 @@ func (c *Client) restartedWithin(d time.Duration) bool {
 	return !c.restarted.IsZero() && time.Since(c.restarted) < d
 }
 
-// newToken returns a random string that no other acquisition or
-// invalidation will produce.
+// newToken returns a random string that no other invalidation will produce.
 func newToken() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])

@@ -174,3 +174,17 @@ func TestZeroEntriesIsNoCache(t *testing.T) {
 	base := openSQLite(t)
 	require.Same(t, base, New(base, Options{Entries: 0}))
 }
+
+// TestEveryStoreMethodIsDecided: Store embeds meta.Store, so a method added
+// there would pass through unseen. Whoever adds one decides here whether it
+// changes file records (Store must override it and drop what it cached, and
+// FileWritesAreReadBack in metatest must cover it) or passes through.
+func TestEveryStoreMethodIsDecided(t *testing.T) {
+	cached := []string{"GetFile", "CreateFile", "UpdateFile", "TouchFile", "DeleteFile", "MarkNodeCopiesLost"}
+	passThrough := []string{
+		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",
+		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
+		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
+	}
+	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
+}

@@ -1,0 +1,144 @@
+package coordinator
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+)
+
+// pausingProxy stands in front of a storage node and, once paused, holds
+// every blob write it receives until the writer gives up: a node that
+// accepts a copy and never answers.
+type pausingProxy struct {
+	srv       *httptest.Server
+	transport *http.Transport
+	paused    atomic.Bool
+	// held is closed when the first write is held, ended when that write's
+	// request ended while it was held (the writer cancelled it).
+	held, ended chan struct{}
+	once        sync.Once
+}
+
+func newPausingProxy(t *testing.T, target string) *pausingProxy {
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	p := &pausingProxy{transport: &http.Transport{}, held: make(chan struct{}), ended: make(chan struct{})}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = p.transport
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && p.paused.Load() {
+			// Reading the body to its end is what lets the server notice
+			// the writer hanging up.
+			_, _ = io.Copy(io.Discard, r.Body)
+			first := false
+			p.once.Do(func() { first = true; close(p.held) })
+			<-r.Context().Done()
+			if first {
+				close(p.ended)
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *pausingProxy) addr() string { return strings.TrimPrefix(p.srv.URL, "http://") }
+
+func (p *pausingProxy) close() {
+	p.srv.Close()
+	p.transport.CloseIdleConnections()
+}
+
+// TestShutdownDuringAQuarantineRebuild: a download finds a corrupt copy and
+// the rebuild of that copy hangs on its write to the quarantined node while
+// the coordinator shuts down. Serve must cancel the rebuild and wait for it:
+// once Serve has returned (and closed the store), nothing of the rebuild may
+// be left running, and nothing may be logged after the coordinator stopped.
+func TestShutdownDuringAQuarantineRebuild(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		size int
+	}{
+		// Verified whole before the first byte: quarantined at once, the
+		// rebuild queued.
+		{"verified before sending", nil, 4096},
+		// Verified while streaming: the reader reports the mismatch, and
+		// the quarantine and rebuild are queued.
+		{"verified while streaming", map[string]string{"DOWNLOAD_BUFFER_SIZE": "1KB"}, 200_000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			env := map[string]string{"REPLICATION_FACTOR": "2"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			h := newHarness(t, "sqlite", 0, env)
+			proxies := map[string]*pausingProxy{}
+			for _, id := range []string{"node-1", "node-2"} {
+				n := nodetest.Start(t, nodetest.Options{Env: map[string]string{"STORAGE_NODE_ID": id}})
+				p := newPausingProxy(t, n.URL)
+				h.nodes[id], h.addrs[id], h.dirs[id], proxies[id] = n, p.addr(), n.DataDir, p
+				h.register(id)
+			}
+			h.admit()
+			data := payload(tc.size, 5)
+			res := h.upload("f", data)
+			require.Len(t, h.holders(res.FileID), 2)
+
+			for _, p := range proxies {
+				p.paused.Store(true)
+			}
+			h.corrupt(res.PrimaryNode, res.FileID)
+			resp, err := http.Get(h.url + "/api/files/" + res.FileID)
+			require.NoError(t, err)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if tc.size <= 4096 {
+				require.Equal(t, data, got, "served by the good copy")
+			} else {
+				require.Less(t, len(got), len(data), "the corrupt stream is cut short")
+			}
+			p := proxies[res.PrimaryNode]
+			select {
+			case <-p.held:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the rebuild never wrote to the quarantined node")
+			}
+
+			h.stop()
+			select {
+			case <-p.ended:
+			default:
+				t.Fatal("Serve returned while the rebuild's write was still in flight")
+			}
+			logs := h.logs.String()
+			stopped := strings.Index(logs, "coordinator stopped")
+			require.Positive(t, stopped)
+			require.NotContains(t, logs[stopped:], "\n"+"time=", "nothing is logged after the coordinator stopped")
+			require.NotContains(t, logs, "database is closed")
+
+			for id, n := range h.nodes {
+				require.NoError(t, n.Stop())
+				proxies[id].close()
+			}
+			http.DefaultClient.CloseIdleConnections()
+			goleak.VerifyNone(t, before)
+		})
+	}
+}
