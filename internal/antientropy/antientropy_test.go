@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
@@ -59,7 +60,7 @@ func (f *fakeNodes) Head(ctx context.Context, base, id string) (blob.Info, error
 	return f.stores[base].Stat(ctx, id)
 }
 
-func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
 	rc, info, err := f.stores[base].Fetch(ctx, id)
 	if err != nil {
 		return nil, err

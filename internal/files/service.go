@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -28,7 +29,7 @@ import (
 // implements it; tests substitute nodes that fail at exact points.
 type Nodes interface {
 	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error)
-	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Get(ctx context.Context, base, id string, rng *byterange.Range) (*nodeclient.Object, error)
 	Delete(ctx context.Context, base, id string) error
 	Rehash(ctx context.Context, base, id string) (blob.Check, error)
 }

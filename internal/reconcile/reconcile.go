@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -30,7 +31,7 @@ import (
 // Nodes is what reconciliation needs from storage nodes.
 type Nodes interface {
 	Head(ctx context.Context, base, id string) (blob.Info, error)
-	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Get(ctx context.Context, base, id string, rng *byterange.Range) (*nodeclient.Object, error)
 	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (blob.Info, bool, error)
 	Delete(ctx context.Context, base, id string) error
 	Rehash(ctx context.Context, base, id string) (blob.Check, error)

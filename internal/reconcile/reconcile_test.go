@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
@@ -75,7 +76,7 @@ func (f *fakeNodes) Head(ctx context.Context, base, id string) (blob.Info, error
 	return s.Stat(ctx, id)
 }
 
-func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
 	s, err := f.node(base)
 	if err != nil {
 		return nil, err
