@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -63,7 +64,7 @@ func (f *fakeNodes) Head(ctx context.Context, base, id string) (wire.BlobInfo, e
 	return nodetest.WireInfo(info), err
 }
 
-func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
 	rc, info, err := f.stores[base].Fetch(ctx, id)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/dfs-project/dfs/internal/buildinfo"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -31,7 +32,7 @@ import (
 // Files is the file service as the API uses it.
 type Files interface {
 	Upload(ctx context.Context, req files.UploadRequest) (files.UploadResult, error)
-	Open(ctx context.Context, id, rangeHeader string) (*files.Download, error)
+	Open(ctx context.Context, id string, q byterange.Request) (*files.Download, error)
 	Metadata(ctx context.Context, id string) (meta.FileRecord, error)
 	List(ctx context.Context, statuses []meta.FileStatus, page, size int) ([]meta.File, int, error)
 	Delete(ctx context.Context, id string) (files.DeleteResult, error)

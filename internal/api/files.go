@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/dfs-project/dfs/internal/bufpool"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -77,12 +77,11 @@ func kindOfBodyError(err error, msg string) error {
 }
 
 func (s *server) download(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Files.Open(r.Context(), chi.URLParam(r, "fileId"), r.Header.Get("Range"))
+	d, err := s.Files.Open(r.Context(), chi.URLParam(r, "fileId"), byterange.FromHeader(r.Header))
 	if err != nil {
-		if errs.Is(err, errs.Unsatisfiable) {
-			if rec, merr := s.Files.Metadata(r.Context(), chi.URLParam(r, "fileId")); merr == nil {
-				w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rec.SizeBytes))
-			}
+		var unsat *byterange.UnsatisfiableError
+		if errors.As(err, &unsat) {
+			w.Header().Set("Content-Range", unsat.ContentRange())
 		}
 		httpx.WriteError(w, r, err)
 		return
@@ -92,7 +91,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", d.File.ContentType)
 	h.Set("Content-Length", strconv.FormatInt(d.Length(), 10))
 	h.Set("Content-Disposition", contentDisposition(d.File.Name))
-	h.Set("ETag", `"`+d.File.Checksum+`"`)
+	h.Set("ETag", files.ETag(d.File))
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("Last-Modified", d.File.CreatedAt.UTC().Format(http.TimeFormat))
 	if d.FromCache {
@@ -104,7 +103,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if d.Range != nil {
 		status = http.StatusPartialContent
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", d.Range.Start, d.Range.Start+d.Range.Length-1, d.File.SizeBytes))
+		h.Set("Content-Range", d.Range.ContentRange(d.File.SizeBytes))
 	}
 	w.WriteHeader(status)
 	n, err := copyBody(w, d.Body)

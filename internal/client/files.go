@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/bufpool"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -254,11 +255,8 @@ func downloadInfo(resp *http.Response) DownloadInfo {
 	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
 		info.LastModified = t
 	}
-	// Content-Range is "bytes first-last/size"; the size may be "*".
-	if i := strings.LastIndexByte(info.ContentRange, '/'); i >= 0 {
-		if size, err := strconv.ParseInt(info.ContentRange[i+1:], 10, 64); err == nil {
-			info.Size = size
-		}
+	if _, size, ok := byterange.ParseContentRange(info.ContentRange); ok && size >= 0 {
+		info.Size = size
 	}
 	return info
 }

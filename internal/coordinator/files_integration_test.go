@@ -285,6 +285,7 @@ func TestRangeReads(t *testing.T) {
 		{"bytes=0-1,5-6", 200, data, ""},
 		{"bytes=1000-", 416, nil, "bytes */1000"},
 		{"bytes=-0", 416, nil, "bytes */1000"},
+		{"bytes=+5-", 200, data, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.rng, func(t *testing.T) {
@@ -295,6 +296,27 @@ func TestRangeReads(t *testing.T) {
 				require.Equal(t, "RANGE_NOT_SATISFIABLE", resp.errorCode(t))
 				return
 			}
+			require.Equal(t, c.body, resp.body)
+		})
+	}
+
+	// If-Range names the copy the client holds a part of: the ETag or the
+	// Last-Modified of this answer continue it, anything else gets the whole file.
+	whole := h.get("/api/files/" + res.FileID)
+	for _, c := range []struct {
+		name, ifRange string
+		status        int
+		body          []byte
+	}{
+		{"ETag", whole.Header.Get("ETag"), 206, data[:100]},
+		{"Last-Modified", whole.Header.Get("Last-Modified"), 206, data[:100]},
+		{"another ETag", `"` + strings.Repeat("0", 64) + `"`, 200, data},
+		{"weak ETag", "W/" + whole.Header.Get("ETag"), 200, data},
+		{"another date", "Mon, 02 Jan 2006 15:04:05 GMT", 200, data},
+	} {
+		t.Run("If-Range "+c.name, func(t *testing.T) {
+			resp := h.get("/api/files/"+res.FileID, "Range", "bytes=0-99", "If-Range", c.ifRange)
+			require.Equal(t, c.status, resp.StatusCode, string(resp.body))
 			require.Equal(t, c.body, resp.body)
 		})
 	}

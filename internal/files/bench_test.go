@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+
+	"github.com/dfs-project/dfs/internal/byterange"
 )
 
 // BenchmarkUpload measures the coordinator's upload pipeline with in-memory
@@ -67,7 +69,7 @@ func BenchmarkDownload(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			d, err := s.Open(context.Background(), files[i.Add(1)%int64(len(files))], "")
+			d, err := s.Open(context.Background(), files[i.Add(1)%int64(len(files))], byterange.Request{})
 			if err != nil {
 				b.Error(err)
 				return

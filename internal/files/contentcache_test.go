@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -71,7 +72,7 @@ func TestContentCacheAnswersRepeatedDownloadsWithoutANode(t *testing.T) {
 
 	// Evicted: the next read asks a node and fills the cache again.
 	cache.Remove(res.FileID)
-	d, err := s.Open(ctx, res.FileID, "")
+	d, err := s.Open(ctx, res.FileID, byterange.Request{})
 	require.NoError(t, err)
 	require.False(t, d.FromCache, "a read of a file not in the cache comes from a node")
 	require.NotEmpty(t, d.ServedBy)
@@ -82,15 +83,15 @@ func TestContentCacheAnswersRepeatedDownloadsWithoutANode(t *testing.T) {
 	for _, store := range nodes.stores {
 		require.NoError(t, store.Remove(ctx, res.FileID))
 	}
-	d, err = s.Open(ctx, res.FileID, "")
+	d, err = s.Open(ctx, res.FileID, byterange.Request{})
 	require.NoError(t, err)
 	require.True(t, d.FromCache)
 	require.Empty(t, d.ServedBy)
 	require.Equal(t, "hot bytes", readAll(t, d))
-	d, err = s.Open(ctx, res.FileID, "bytes=4-")
+	d, err = s.Open(ctx, res.FileID, byterange.Request{Range: "bytes=4-"})
 	require.NoError(t, err)
 	require.True(t, d.FromCache)
-	require.Equal(t, &ByteRange{Start: 4, Length: 5}, d.Range)
+	require.Equal(t, &byterange.Range{Start: 4, Length: 5}, d.Range)
 	require.Equal(t, "bytes", readAll(t, d))
 	require.EqualValues(t, 1, nodes.gets.Load(), "no node was asked after the first read")
 	require.Equal(t, 2, ev.hits)
@@ -104,7 +105,7 @@ func TestContentCacheAnswersRepeatedDownloadsWithoutANode(t *testing.T) {
 	require.NoError(t, err)
 	n, _ := cache.Usage()
 	require.Zero(t, n)
-	_, err = s.Open(ctx, res.FileID, "")
+	_, err = s.Open(ctx, res.FileID, byterange.Request{})
 	require.True(t, errs.Is(err, errs.NotFound), "%v", err)
 }
 
@@ -116,7 +117,7 @@ func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
 	big, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(bytes.Repeat([]byte("x"), 100))})
 	require.NoError(t, err)
 	for range 2 {
-		d, err := s.Open(ctx, big.FileID, "")
+		d, err := s.Open(ctx, big.FileID, byterange.Request{})
 		require.NoError(t, err)
 		require.False(t, d.FromCache)
 		readAll(t, d)
@@ -129,7 +130,7 @@ func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
 	_, cached := cache.Get(small.FileID, small.Checksum)
 	require.True(t, cached, "the upload put it there")
 	cache.Remove(small.FileID)
-	d, err := s.Open(ctx, small.FileID, "bytes=0-3")
+	d, err := s.Open(ctx, small.FileID, byterange.Request{Range: "bytes=0-3"})
 	require.NoError(t, err)
 	require.False(t, d.FromCache)
 	readAll(t, d) // the fake nodes ignore ranges; what matters is that nothing was kept
@@ -142,7 +143,7 @@ func TestContentCacheKeepsOnlyVerifiedSmallFiles(t *testing.T) {
 	for _, r := range rec.Replicas {
 		require.True(t, nodes.stores[r.NodeID].Corrupt(small.FileID))
 	}
-	_, err = s.Open(ctx, small.FileID, "")
+	_, err = s.Open(ctx, small.FileID, byterange.Request{})
 	require.Error(t, err)
 	n, _ = cache.Usage()
 	require.Zero(t, n, "bytes that failed verification must never be cached")
@@ -154,7 +155,7 @@ func TestContentCacheNeedsVerification(t *testing.T) {
 	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("unverified")})
 	require.NoError(t, err)
 	for range 2 {
-		d, err := s.Open(ctx, res.FileID, "")
+		d, err := s.Open(ctx, res.FileID, byterange.Request{})
 		require.NoError(t, err)
 		require.False(t, d.FromCache)
 		require.Equal(t, "unverified", readAll(t, d))

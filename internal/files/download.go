@@ -8,71 +8,29 @@ import (
 	"hash"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
-	"github.com/dfs-project/dfs/internal/nodeclient"
 )
 
-// ByteRange is one satisfiable byte range of a file: Length bytes from Start.
-type ByteRange struct {
-	Start, Length int64
+// DownloadRange decides what part of file f a download sends for q, by the
+// shared parser: nil for the whole file, and also for a range that covers
+// the whole file, which is answered as a plain 200. A range no byte satisfies
+// is an errs.Unsatisfiable error whose cause, a *byterange.UnsatisfiableError,
+// carries the file's size. The content of a file id never changes, so its
+// Last-Modified time is a strong validator for If-Range.
+func DownloadRange(q byterange.Request, f meta.File) (*byterange.Range, error) {
+	r, ok, err := q.Select(byterange.Validators{ETag: ETag(f), LastModified: f.CreatedAt}, f.SizeBytes)
+	if err != nil || !ok || r.Length == f.SizeBytes {
+		return nil, err
+	}
+	return &r, nil
 }
 
-// ParseRange interprets a Range header for a file of size bytes. It returns
-// nil when the whole file should be sent: no header, a header that is not a
-// single bytes range (several ranges are answered with the whole file, as
-// RFC 9110 allows), or a range covering the whole file. A syntactically valid
-// range that no byte satisfies is an errs.Unsatisfiable error.
-func ParseRange(header string, size int64) (*ByteRange, error) {
-	spec, ok := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
-	if !ok || strings.Contains(spec, ",") {
-		return nil, nil
-	}
-	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
-	if !ok {
-		return nil, nil
-	}
-	var start, end int64
-	switch {
-	case first == "" && last == "":
-		return nil, nil
-	case first == "": // suffix: the last N bytes
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 {
-			return nil, nil
-		}
-		if n == 0 || size == 0 {
-			return nil, unsatisfiable(size)
-		}
-		start, end = max(size-n, 0), size-1
-	default:
-		s, err := strconv.ParseInt(first, 10, 64)
-		if err != nil || s < 0 {
-			return nil, nil
-		}
-		e := size - 1
-		if last != "" {
-			if e, err = strconv.ParseInt(last, 10, 64); err != nil || e < s {
-				return nil, nil
-			}
-		}
-		if s >= size {
-			return nil, unsatisfiable(size)
-		}
-		start, end = s, min(e, size-1)
-	}
-	if start == 0 && end == size-1 {
-		return nil, nil
-	}
-	return &ByteRange{Start: start, Length: end - start + 1}, nil
-}
-
-func unsatisfiable(size int64) error {
-	return errs.E(errs.Unsatisfiable, "range not satisfiable for a file of %d bytes", size)
-}
+// ETag is the entity tag of file f's bytes: its quoted checksum.
+func ETag(f meta.File) string { return `"` + f.Checksum + `"` }
 
 // Download is an open read of a file from one of its holders.
 type Download struct {
@@ -83,7 +41,7 @@ type Download struct {
 	// (verified when they were put there) and no node was asked.
 	FromCache bool
 	Failovers int
-	Range     *ByteRange // nil for the whole file
+	Range     *byterange.Range // nil for the whole file
 	// Body yields the bytes. With verification on, reading the last byte of a
 	// corrupt copy yields an errs.Corrupt error instead of io.EOF, so the
 	// caller must abort the response rather than end it normally.
@@ -101,8 +59,8 @@ func (d *Download) Length() int64 {
 // Open finds a holder that can serve the file and opens the read. Holders are
 // tried in preference order (nodes on the ring first); a connection failure,
 // a missing blob or a checksum mismatch known before the first byte moves to
-// the next holder at once. rangeHeader is the client's Range header, if any.
-func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, error) {
+// the next holder at once. q is the client's Range and If-Range, if any.
+func (s *Service) Open(ctx context.Context, id string, q byterange.Request) (*Download, error) {
 	rec, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -110,7 +68,7 @@ func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, 
 	if rec.Status == meta.FilePending || rec.Status == meta.FileDeleted {
 		return nil, fileNotFound(id)
 	}
-	rng, err := ParseRange(rangeHeader, rec.SizeBytes)
+	rng, err := DownloadRange(q, rec.File)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +98,7 @@ func (s *Service) Open(ctx context.Context, id, rangeHeader string) (*Download, 
 
 // fromCache answers a download from the content cache when the file's
 // verified bytes are there.
-func (s *Service) fromCache(rec meta.FileRecord, rng *ByteRange) (*Download, bool) {
+func (s *Service) fromCache(rec meta.FileRecord, rng *byterange.Range) (*Download, bool) {
 	c := s.opt.ContentCache
 	if !s.cacheable(rec.File) {
 		return nil, false
@@ -220,16 +178,12 @@ func (s *Service) holders(rec meta.FileRecord) []string {
 
 // openFrom opens the read on node n, checking what can be checked before the
 // first byte is sent.
-func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, rng *ByteRange) (io.ReadCloser, error) {
+func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, rng *byterange.Range) (io.ReadCloser, error) {
 	base, ok := s.opt.Cluster.BaseURL(n)
 	if !ok {
 		return nil, errs.E(errs.Unavailable, "node %s has no known address", n)
 	}
-	var nr *nodeclient.Range
-	if rng != nil {
-		nr = nodeclient.RangeBetween(rng.Start, rng.Start+rng.Length-1)
-	}
-	obj, err := s.opt.Nodes.Get(ctx, base, rec.ID, nr)
+	obj, err := s.opt.Nodes.Get(ctx, base, rec.ID, rng)
 	if err != nil {
 		return nil, err
 	}

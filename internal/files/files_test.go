@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
@@ -71,7 +73,7 @@ func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int
 	return nodetest.WireInfo(info), created, err
 }
 
-func (g *gateNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+func (g *gateNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
 	g.gets.Add(1)
 	rc, info, err := g.stores[base].Fetch(ctx, id)
 	if err != nil {
@@ -241,36 +243,55 @@ func TestPendingRowIsTouchedWhileTheUploadRuns(t *testing.T) {
 	<-done
 }
 
-func TestParseRange(t *testing.T) {
+// TestDownloadRange is the coordinator's reading of a Range by the shared
+// parser (whose own table is in internal/byterange): a range covering the
+// whole file is the whole file, and If-Range compares with the file's ETag
+// and creation time.
+func TestDownloadRange(t *testing.T) {
+	created := time.Date(2026, 3, 1, 12, 30, 45, 123, time.UTC)
+	file := func(size int64) meta.File {
+		return meta.File{ID: "f", SizeBytes: size, Checksum: strings.Repeat("ab", 32), CreatedAt: created}
+	}
+	etag := ETag(file(100))
 	cases := []struct {
-		h     string
-		size  int64
-		want  *ByteRange
-		unsat bool
+		h, ifRange string
+		size       int64
+		want       *byterange.Range
+		unsat      bool
 	}{
-		{"", 100, nil, false},
-		{"bytes=0-9", 100, &ByteRange{0, 10}, false},
-		{"bytes=90-", 100, &ByteRange{90, 10}, false},
-		{"bytes=-5", 100, &ByteRange{95, 5}, false},
-		{"bytes=-500", 100, nil, false}, // the whole file
-		{"bytes=0-99", 100, nil, false},
-		{"bytes=50-1000", 100, &ByteRange{50, 50}, false},
-		{"bytes=100-", 100, nil, true},
-		{"bytes=-0", 100, nil, true},
-		{"bytes=0-", 0, nil, true},
-		{"bytes=5-1", 100, nil, false}, // invalid: ignored
-		{"bytes=a-b", 100, nil, false}, // invalid: ignored
-		{"items=0-1", 100, nil, false}, // other unit: ignored
-		{"bytes=0-1,3-4", 100, nil, false},
+		{"", "", 100, nil, false},
+		{"bytes=0-9", "", 100, &byterange.Range{Start: 0, Length: 10}, false},
+		{"bytes=90-", "", 100, &byterange.Range{Start: 90, Length: 10}, false},
+		{"bytes=-5", "", 100, &byterange.Range{Start: 95, Length: 5}, false},
+		{"bytes=-500", "", 100, nil, false}, // the whole file
+		{"bytes=0-99", "", 100, nil, false},
+		{"bytes=0-", "", 100, nil, false},
+		{"bytes=50-1000", "", 100, &byterange.Range{Start: 50, Length: 50}, false},
+		{"bytes=100-", "", 100, nil, true},
+		{"bytes=-0", "", 100, nil, true},
+		{"bytes=0-", "", 0, nil, true},
+		{"bytes=5-1", "", 100, nil, false}, // invalid: ignored
+		{"bytes=a-b", "", 100, nil, false}, // invalid: ignored
+		{"bytes=+5-", "", 100, nil, false}, // invalid: ignored
+		{"items=0-1", "", 100, nil, false}, // other unit: ignored
+		{"bytes=0-1,3-4", "", 100, nil, false},
+		{"bytes=0-9", etag, 100, &byterange.Range{Start: 0, Length: 10}, false},
+		{"bytes=0-9", created.Format(http.TimeFormat), 100, &byterange.Range{Start: 0, Length: 10}, false},
+		{"bytes=0-9", `"` + strings.Repeat("cd", 32) + `"`, 100, nil, false},
+		{"bytes=0-9", created.Add(time.Hour).Format(http.TimeFormat), 100, nil, false},
+		{"bytes=100-", `"stale"`, 100, nil, false},
 	}
 	for _, c := range cases {
-		got, err := ParseRange(c.h, c.size)
+		got, err := DownloadRange(byterange.Request{Range: c.h, IfRange: c.ifRange}, file(c.size))
 		if c.unsat {
 			require.True(t, errs.Is(err, errs.Unsatisfiable), c.h)
+			var ue *byterange.UnsatisfiableError
+			require.ErrorAs(t, err, &ue, c.h)
+			require.Equal(t, c.size, ue.Size, "the error carries the size for Content-Range")
 			continue
 		}
 		require.NoError(t, err, c.h)
-		require.Equal(t, c.want, got, c.h)
+		require.Equal(t, c.want, got, "%s (If-Range %s)", c.h, c.ifRange)
 	}
 }
 

@@ -1,20 +1,24 @@
 package files_test
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/meta"
 )
 
-// FuzzParseRange feeds Range headers a client controls: whatever the header,
-// parsing never panics, refuses only with errs.Unsatisfiable, and a range it
-// returns is non-empty, lies inside the file and is not the whole file (which
-// is answered as a plain 200).
+// FuzzParseRange feeds Range headers a client controls to the shared parser
+// (internal/byterange) as a download reads them: whatever the header, parsing
+// never panics, refuses only with errs.Unsatisfiable carrying the file's size,
+// and a range it returns is non-empty, lies inside the file and is not the
+// whole file (which is answered as a plain 200).
 func FuzzParseRange(f *testing.F) {
 	seeds := []struct {
 		header string
@@ -34,13 +38,17 @@ func FuzzParseRange(f *testing.F) {
 		if size < 0 {
 			size = -(size + 1) // file sizes are never negative; keep the input useful
 		}
-		rng, err := files.ParseRange(header, size)
+		rng, err := files.DownloadRange(byterange.Request{Range: header}, meta.File{SizeBytes: size})
 		if err != nil {
 			if rng != nil {
-				t.Fatalf("ParseRange(%q, %d) returned both a range and an error", header, size)
+				t.Fatalf("DownloadRange(%q, %d) returned both a range and an error", header, size)
 			}
 			if errs.KindOf(err) != errs.Unsatisfiable {
-				t.Fatalf("ParseRange(%q, %d): error of kind %v, want Unsatisfiable: %v", header, size, errs.KindOf(err), err)
+				t.Fatalf("DownloadRange(%q, %d): error of kind %v, want Unsatisfiable: %v", header, size, errs.KindOf(err), err)
+			}
+			var ue *byterange.UnsatisfiableError
+			if !errors.As(err, &ue) || ue.Size != size {
+				t.Fatalf("DownloadRange(%q, %d): the error does not carry the size: %v", header, size, err)
 			}
 			return
 		}
@@ -48,13 +56,13 @@ func FuzzParseRange(f *testing.F) {
 			return
 		}
 		if rng.Start < 0 || rng.Length <= 0 || rng.Start >= size || rng.Length > size-rng.Start {
-			t.Fatalf("ParseRange(%q, %d) = [%d, +%d): outside [0, %d) or empty", header, size, rng.Start, rng.Length, size)
+			t.Fatalf("DownloadRange(%q, %d) = [%d, +%d): outside [0, %d) or empty", header, size, rng.Start, rng.Length, size)
 		}
 		if rng.Start == 0 && rng.Length == size {
-			t.Fatalf("ParseRange(%q, %d) returned the whole file as a range", header, size)
+			t.Fatalf("DownloadRange(%q, %d) returned the whole file as a range", header, size)
 		}
 		if !strings.HasPrefix(strings.TrimSpace(header), "bytes=") {
-			t.Fatalf("ParseRange(%q, %d) found a range in a header that is not a bytes range", header, size)
+			t.Fatalf("DownloadRange(%q, %d) found a range in a header that is not a bytes range", header, size)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 )
@@ -26,7 +27,7 @@ func TestStreamingMismatchIsRepairedByRunNotByRead(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, nodes.stores[res.PrimaryNode].Corrupt(res.FileID))
 
-	d, err := s.Open(ctx, res.FileID, "")
+	d, err := s.Open(ctx, res.FileID, byterange.Request{})
 	require.NoError(t, err)
 	require.Equal(t, res.PrimaryNode, d.ServedBy)
 	_, err = io.ReadAll(d.Body)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -29,7 +30,7 @@ import (
 // implements it; tests substitute nodes that fail at exact points.
 type Nodes interface {
 	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error)
-	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Get(ctx context.Context, base, id string, rng *byterange.Range) (*nodeclient.Object, error)
 	Head(ctx context.Context, base, id string) (wire.BlobInfo, error)
 	Delete(ctx context.Context, base, id string) error
 	Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -86,7 +87,6 @@ func TestRoundTrip(t *testing.T) {
 	require.Equal(t, data, got)
 	require.Equal(t, want, obj.Info)
 	require.Equal(t, int64(len(data)), obj.ContentLength)
-	require.False(t, obj.Partial)
 
 	check, err := c.Rehash(ctx, n.URL, id)
 	require.NoError(t, err)
@@ -316,29 +316,25 @@ func TestRanges(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
-		rng          *nodeclient.Range
+		rng          byterange.Range
 		header, want string
-		offset       int64
 	}{
-		{nodeclient.RangeBetween(2, 5), "bytes=2-5", "2345", 2},
-		{nodeclient.RangeFrom(15), "bytes=15-", "fghij", 15},
-		{nodeclient.RangeLast(3), "bytes=-3", "hij", 17},
-		{nodeclient.RangeBetween(18, 1000), "bytes=18-1000", "ij", 18},
+		{byterange.Range{Start: 2, Length: 4}, "bytes=2-5", "2345"},
+		{byterange.Range{Start: 15, Length: 5}, "bytes=15-19", "fghij"},
+		{byterange.Range{Start: 0, Length: 1}, "bytes=0-0", "0"},
+		{byterange.Range{Start: 18, Length: 983}, "bytes=18-1000", "ij"},
 	} {
-		require.Equal(t, tc.header, tc.rng.String())
-		obj, err := c.Get(ctx, n.URL, id, tc.rng)
+		require.Equal(t, tc.header, tc.rng.Header())
+		obj, err := c.Get(ctx, n.URL, id, &tc.rng)
 		require.NoError(t, err)
 		got, err := io.ReadAll(obj.Body)
 		require.NoError(t, err)
 		require.NoError(t, obj.Body.Close())
 		require.Equal(t, tc.want, string(got), tc.header)
-		require.True(t, obj.Partial)
-		require.Equal(t, tc.offset, obj.Offset)
 		require.Equal(t, int64(len(tc.want)), obj.ContentLength)
-		require.Equal(t, fmt.Sprintf("bytes %d-%d/20", tc.offset, tc.offset+int64(len(tc.want))-1), obj.ContentRange)
 		require.Equal(t, wire.BlobInfo{ID: id, Size: 20, Checksum: checksum(data)}, obj.Info, "Info describes the whole blob")
 	}
-	_, err = c.Get(ctx, n.URL, id, nodeclient.RangeFrom(20))
+	_, err = c.Get(ctx, n.URL, id, &byterange.Range{Start: 20, Length: 1})
 	requireKind(t, errs.Unsatisfiable, err)
 }
 

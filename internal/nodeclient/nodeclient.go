@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -145,34 +146,6 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
 }
 
-// Range asks for part of a blob. Build one with RangeFrom, RangeBetween or
-// RangeLast.
-type Range struct {
-	start, end int64 // end is inclusive; -1 means through the end
-	suffix     int64 // > 0: the last suffix bytes
-}
-
-// RangeFrom asks for the bytes from offset start to the end.
-func RangeFrom(start int64) *Range { return &Range{start: start, end: -1} }
-
-// RangeBetween asks for the bytes from offset start to offset end, inclusive.
-func RangeBetween(start, end int64) *Range { return &Range{start: start, end: end} }
-
-// RangeLast asks for the last n bytes.
-func RangeLast(n int64) *Range { return &Range{suffix: n} }
-
-// String returns the value of the Range header.
-func (r *Range) String() string {
-	switch {
-	case r.suffix > 0:
-		return fmt.Sprintf("bytes=-%d", r.suffix)
-	case r.end < 0:
-		return fmt.Sprintf("bytes=%d-", r.start)
-	default:
-		return fmt.Sprintf("bytes=%d-%d", r.start, r.end)
-	}
-}
-
 // Object is a blob being read. The caller must close Body.
 type Object struct {
 	Body io.ReadCloser
@@ -182,11 +155,6 @@ type Object struct {
 	Info wire.BlobInfo
 	// ContentLength is the number of bytes in Body.
 	ContentLength int64
-	// Partial is set when Body is a range of the blob; Offset is then the
-	// offset of its first byte and ContentRange the node's Content-Range.
-	Partial      bool
-	Offset       int64
-	ContentRange string
 }
 
 var (
@@ -485,10 +453,10 @@ func (b *putBody) free() {
 // Get opens blob id on node, or the part rng names (nil: all of it). The
 // node serves the bytes as stored; Object.Info.Checksum is what they should
 // hash to.
-func (c *Client) Get(ctx context.Context, node, id string, rng *Range) (*Object, error) {
+func (c *Client) Get(ctx context.Context, node, id string, rng *byterange.Range) (*Object, error) {
 	k := call{method: http.MethodGet, node: node, path: wire.BlobPath(id), op: "get " + id}
 	if rng != nil {
-		k.header = http.Header{"Range": {rng.String()}}
+		k.header = http.Header{"Range": {rng.Header()}}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	req, err := c.newRequest(ctx, k)
@@ -527,11 +495,6 @@ func (c *Client) Get(ctx context.Context, node, id string, rng *Range) (*Object,
 		Body:          &cancelOnClose{ReadCloser: body, cancel: func() { stall.stop(); cancel(nil) }},
 		Info:          info,
 		ContentLength: resp.ContentLength,
-		Partial:       resp.StatusCode == http.StatusPartialContent,
-		ContentRange:  resp.Header.Get("Content-Range"),
-	}
-	if obj.Partial {
-		obj.Offset = rangeStart(obj.ContentRange)
 	}
 	return obj, nil
 }
@@ -585,14 +548,6 @@ func (c *cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
-}
-
-// rangeStart returns the first offset of a "bytes a-b/n" Content-Range.
-func rangeStart(cr string) int64 {
-	spec, _ := strings.CutPrefix(cr, "bytes ")
-	first, _, _ := strings.Cut(spec, "-")
-	n, _ := strconv.ParseInt(first, 10, 64)
-	return n
 }
 
 func infoFromHeaders(id string, h http.Header) (wire.BlobInfo, error) {

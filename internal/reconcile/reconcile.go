@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -31,7 +32,7 @@ import (
 // Nodes is what reconciliation needs from storage nodes.
 type Nodes interface {
 	Head(ctx context.Context, base, id string) (wire.BlobInfo, error)
-	Get(ctx context.Context, base, id string, rng *nodeclient.Range) (*nodeclient.Object, error)
+	Get(ctx context.Context, base, id string, rng *byterange.Range) (*nodeclient.Object, error)
 	Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error)
 	Delete(ctx context.Context, base, id string) error
 	Rehash(ctx context.Context, base, id string) (wire.ChecksumReport, error)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -79,7 +80,7 @@ func (f *fakeNodes) Head(ctx context.Context, base, id string) (wire.BlobInfo, e
 	return nodetest.WireInfo(info), err
 }
 
-func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *nodeclient.Range) (*nodeclient.Object, error) {
+func (f *fakeNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
 	s, err := f.node(base)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 package storagenode
 
 import (
-	"fmt"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/buildinfo"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -117,33 +118,41 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	defer rc.Close()
 	setBlobHeaders(w, info)
-	rng, err := parseRange(r.Header.Get("Range"), r.Header.Get("If-Range"), etag(info), info.Size)
+	// Only a single range is honoured: one the node does not understand, a
+	// multi-range request, or an If-Range that does not match the ETag is
+	// ignored and the whole blob sent (as RFC 9110 allows).
+	rng, partial, err := byterange.FromHeader(r.Header).Select(byterange.Validators{ETag: etag(info)}, info.Size)
 	if err != nil {
 		s.metrics.reads.WithLabelValues(outcomeUnsatisfiable).Inc()
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", info.Size))
+		var unsat *byterange.UnsatisfiableError
+		if errors.As(err, &unsat) {
+			w.Header().Set("Content-Range", unsat.ContentRange())
+		}
 		writeBlobError(w, r, err)
 		return
 	}
 	status, outcome := http.StatusOK, outcomeOK
-	if rng.partial {
-		if _, err := rc.Seek(rng.start, io.SeekStart); err != nil {
+	if partial {
+		if _, err := rc.Seek(rng.Start, io.SeekStart); err != nil {
 			s.metrics.reads.WithLabelValues(outcomeError).Inc()
 			writeBlobError(w, r, errs.Wrap(errs.Other, err, "seek in blob %s", id))
 			return
 		}
 		status, outcome = http.StatusPartialContent, outcomePartial
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.start, rng.start+rng.length-1, info.Size))
+		w.Header().Set("Content-Range", rng.ContentRange(info.Size))
+	} else {
+		rng = byterange.Range{Length: info.Size}
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(rng.length, 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(rng.Length, 10))
 	w.WriteHeader(status)
 	// io.Copy lets the server use sendfile when the store hands out a file.
-	n, err := io.Copy(w, io.LimitReader(rc, rng.length))
+	n, err := io.Copy(w, io.LimitReader(rc, rng.Length))
 	s.metrics.sent.Add(float64(n))
-	if err != nil || n != rng.length {
+	if err != nil || n != rng.Length {
 		// The status is already sent: all that is left is to cut the
 		// response short, which the reader sees as a failed transfer.
 		s.metrics.reads.WithLabelValues(outcomeAborted).Inc()
-		s.log.WarnContext(r.Context(), "blob read cut short", "id", id, "sent", n, "want", rng.length, "err", err,
+		s.log.WarnContext(r.Context(), "blob read cut short", "id", id, "sent", n, "want", rng.Length, "err", err,
 			"request_id", requestIDFrom(r.Context()))
 		return
 	}

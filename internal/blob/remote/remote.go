@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -104,7 +105,7 @@ func (r *reader) Read(p []byte) (int, error) {
 		if r.off >= r.info.Size {
 			return 0, io.EOF
 		}
-		obj, err := r.s.c.Get(r.ctx, r.s.base, r.info.ID, nodeclient.RangeBetween(r.off, r.info.Size-1))
+		obj, err := r.s.c.Get(r.ctx, r.s.base, r.info.ID, &byterange.Range{Start: r.off, Length: r.info.Size - r.off})
 		if err != nil {
 			return 0, err
 		}
