@@ -23,15 +23,15 @@ const token = "conformance-token"
 // TestNodeConformance runs the blob store suite against a real storage node:
 // the node's handler over a disk store in a fresh directory, served on a
 // loopback port and reached through the node client. Three subtests ask for
-// what a write over HTTP cannot express; they are skipped, with the reason,
-// and every other subtest runs. (One more thing cannot be said over HTTP,
+// what a write over HTTP cannot express; they are excluded, with the reason
+// in the test log, and every other subtest runs. (One more thing cannot be said over HTTP,
 // the empty id, whose path would name the listing: the adapter refuses it
 // itself, and every other bad id of InvalidIDs is refused by the node.)
 func TestNodeConformance(t *testing.T) {
 	const unreadBody = "the node client sends a body under 1 MiB without waiting for the node's go-ahead " +
 		"(Expect: 100-continue would cost a round trip per small write), so the body of a write that " +
 		"changes nothing is read even though the node answers without it"
-	skips := []blobtest.Skip{
+	excluded := []blobtest.Exclude{
 		{Test: "SameChecksumIsNoop", Reason: unreadBody},
 		{Test: "FullStoreConfirmsWithoutReading", Reason: unreadBody},
 		{Test: "DeclaredSizeIsEnforced", Reason: "over HTTP the declared size is the Content-Length, and the " +
@@ -59,7 +59,7 @@ func TestNodeConformance(t *testing.T) {
 			Store:   closingNode{Store: s, node: node},
 			Corrupt: func(t *testing.T, id string) { corrupt(t, dir, id) },
 		}
-	}, skips...)
+	}, excluded...)
 }
 
 // closingNode closes the node's own store when the suite closes the store
