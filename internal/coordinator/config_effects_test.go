@@ -195,14 +195,14 @@ func TestPendingUploadTimeoutSettlesAbandonedUploads(t *testing.T) {
 	discarded := mk([]byte("never landed"))
 
 	// Younger than the timeout: a live upload, left alone.
-	_, err = h.app.repair.pass(ctx)
+	err = h.repairPass(ctx)
 	require.NoError(t, err)
 	rec, err := h.store().GetFile(ctx, adopted.ID)
 	require.NoError(t, err)
 	require.Equal(t, meta.FilePending, rec.Status)
 
 	time.Sleep(1100 * time.Millisecond)
-	_, err = h.app.repair.pass(ctx)
+	err = h.repairPass(ctx)
 	require.NoError(t, err)
 	rec, err = h.store().GetFile(ctx, adopted.ID)
 	require.NoError(t, err)

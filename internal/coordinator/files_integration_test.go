@@ -221,7 +221,7 @@ func TestPartialDeleteFinishesWhenTheHolderReturns(t *testing.T) {
 		require.Equal(t, []string{"node-2"}, h.holders(res.FileID))
 
 		h.restartNode("node-2")
-		_, err := h.app.repair.pass(t.Context())
+		err := h.repairPass(t.Context())
 		require.NoError(t, err)
 		require.Empty(t, h.holders(res.FileID))
 		_, err = h.store().GetFile(t.Context(), res.FileID)
@@ -498,7 +498,7 @@ func TestRepairPrunesLeasesLeftByDeadCoordinators(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 
 		// With the product's age (an hour) the fresh rows stay.
-		_, err = h.app.repair.pass(ctx)
+		err = h.repairPass(ctx)
 		require.NoError(t, err)
 		require.False(t, hasLog(h, "pruned leases left by stopped coordinators"))
 		n, err := st.PruneLeases(ctx, time.Hour)
@@ -506,7 +506,7 @@ func TestRepairPrunesLeasesLeftByDeadCoordinators(t *testing.T) {
 		require.Zero(t, n)
 
 		h.app.repair.leaseAge = 0
-		_, err = h.app.repair.pass(ctx)
+		err = h.repairPass(ctx)
 		require.NoError(t, err)
 		require.True(t, hasLog(h, `msg="pruned leases left by stopped coordinators" leases=2`), "the pass pruned the two stale rows")
 		ok, err = st.AcquireLease(ctx, "file:in-use", "another-coordinator", time.Minute)

@@ -170,7 +170,7 @@ func TestRedisCacheServesReadsAndLosingRedisChangesNoOutcome(t *testing.T) {
 	// once they are back.
 	h.restartNode("node-1")
 	require.Eventually(t, func() bool {
-		_, err := h.app.repair.pass(context.Background())
+		err := h.repairPass(context.Background())
 		require.NoError(t, err)
 		_, err = h.store().GetFile(context.Background(), res.FileID)
 		return err != nil
