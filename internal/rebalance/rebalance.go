@@ -104,6 +104,12 @@ type Options struct {
 	// Lock, when set, keeps one rebalance per trigger and node running at a
 	// time across coordinators; a second one is skipped.
 	Lock lease.Locker
+	// NodeStatus, when set, tells a drain plan which nodes' copies are
+	// healthy; without it, those of the nodes on the ring are.
+	NodeStatus func(nodeID string) (meta.NodeStatus, bool)
+	// FreeSpace, when set, asks a node how many bytes it can still take,
+	// for drain plans; without it no node's free space is known.
+	FreeSpace func(ctx context.Context, nodeID string) (int64, error)
 }
 
 // DefaultParallelism is how many files a run reconciles at once unless told
