@@ -39,6 +39,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"RebalanceReport":   RebalanceReport{},
 		"DrainReport":       DrainReport{},
 		"DeregisterResult":  DeregisterResult{},
+		"DrainPlan":         DrainPlan{},
+		"DrainTarget":       DrainTarget{},
 		"ComponentState":    ComponentState{},
 		"NodeCounts":        NodeCounts{},
 		"HealthReport":      HealthReport{},

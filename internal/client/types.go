@@ -181,6 +181,32 @@ type DeregisterResult struct {
 	Drain DrainReport `json:"drain"`
 }
 
+// DrainPlan is the answer of DELETE /api/nodes/{id}?dryRun=true: what a
+// drain would copy to which nodes, and whether it is safe.
+type DrainPlan struct {
+	Node              string        `json:"node"`
+	Safe              bool          `json:"safe"`
+	Reasons           []string      `json:"reasons"`
+	Files             int           `json:"files"`
+	Bytes             int64         `json:"bytes"`
+	FilesOnNode       int           `json:"filesOnNode"`
+	BytesOnNode       int64         `json:"bytesOnNode"`
+	PendingUploads    int           `json:"pendingUploads"`
+	RemainingNodes    int           `json:"remainingNodes"`
+	ReplicationFactor int           `json:"replicationFactor"`
+	Targets           []DrainTarget `json:"targets"`
+	SoleCopies        []string      `json:"soleCopies"`
+}
+
+// DrainTarget is what one node would receive in a drain.
+type DrainTarget struct {
+	NodeID string `json:"nodeId"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+	// FreeBytes is nil when the node did not report its free space.
+	FreeBytes *int64 `json:"freeBytes"`
+}
+
 // DrainReport tells how far a deregistered node's drain has come.
 type DrainReport struct {
 	Node           string           `json:"node"`
