@@ -461,6 +461,7 @@ func TestNodesDrain(t *testing.T) {
 		require.Empty(t, stderr)
 		require.Regexp(t, `(?m)^node\s+node-2, DEREGISTERED, off the ring$`, stdout)
 		require.Regexp(t, `(?m)^drain\s+in progress: 7 files still to move$`, stdout)
+		require.Regexp(t, `(?m)^this round\s+3 of 10 files, 3.0 MiB copied at 1.0 MiB/s, about 7s left$`, stdout)
 		require.Regexp(t, `(?m)^uploads in flight\s+1 `, stdout)
 		require.NotContains(t, stdout, "last round")
 	})

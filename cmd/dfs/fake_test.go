@@ -307,6 +307,10 @@ func (f *fakeCoordinator) deregister(w http.ResponseWriter, r *http.Request) {
 	n.Status, n.OnRing = client.NodeDeregistered, false
 	res := client.DeregisterResult{Node: n, Drain: client.DrainReport{Node: n.NodeID, FilesRemaining: f.drainLeft, PendingUploads: 1}}
 	status := http.StatusAccepted
+	if f.drainLeft > 0 && r.URL.Query().Get("wait") != "true" {
+		eta := 7.4
+		res.Drain.Progress = &client.RunProgress{FilesDone: 3, FilesTotal: 10, BytesCopied: 3 << 20, BytesPerSecond: 1 << 20, EtaSeconds: &eta}
+	}
 	if r.URL.Query().Get("wait") == "true" {
 		res.Drain.Complete = f.drainLeft == 0
 		res.Drain.Run = &client.RebalanceReport{Trigger: client.TriggerDeregistered, FilesScanned: 9, FilesAffected: 4,

@@ -206,6 +206,14 @@ func printDrain(w io.Writer, res client.DeregisterResult) {
 	} else {
 		fmt.Fprintf(tw, "drain\tin progress: %d files still to move\n", d.FilesRemaining)
 	}
+	if p := d.Progress; p != nil {
+		eta := "no estimate yet"
+		if p.EtaSeconds != nil {
+			eta = "about " + (time.Duration(*p.EtaSeconds * float64(time.Second))).Round(time.Second).String() + " left"
+		}
+		fmt.Fprintf(tw, "this round\t%d of %d files, %s copied at %s/s, %s\n", p.FilesDone, p.FilesTotal,
+			humanBytes(p.BytesCopied), humanBytes(int64(p.BytesPerSecond)), eta)
+	}
 	if d.PendingUploads > 0 {
 		fmt.Fprintf(tw, "uploads in flight\t%d (they do not hold the drain up)\n", d.PendingUploads)
 	}

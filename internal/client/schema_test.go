@@ -41,6 +41,7 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"DeregisterResult":  DeregisterResult{},
 		"DrainPlan":         DrainPlan{},
 		"DrainTarget":       DrainTarget{},
+		"RunProgress":       RunProgress{},
 		"ComponentState":    ComponentState{},
 		"NodeCounts":        NodeCounts{},
 		"HealthReport":      HealthReport{},

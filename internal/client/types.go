@@ -214,6 +214,19 @@ type DrainReport struct {
 	PendingUploads int              `json:"pendingUploads,omitempty"`
 	Complete       bool             `json:"complete"`
 	Run            *RebalanceReport `json:"run,omitempty"`
+	// Progress is that of the drain's run going on now, if one is.
+	Progress *RunProgress `json:"progress,omitempty"`
+}
+
+// RunProgress is how far a run that is still going has come.
+type RunProgress struct {
+	StartedAt      time.Time `json:"startedAt"`
+	FilesDone      int       `json:"filesDone"`
+	FilesTotal     int       `json:"filesTotal"`
+	BytesCopied    int64     `json:"bytesCopied"`
+	BytesPerSecond float64   `json:"bytesPerSecond"`
+	// EtaSeconds is nil before the first file is done.
+	EtaSeconds *float64 `json:"etaSeconds"`
 }
 
 // Cluster health states.
