@@ -118,7 +118,7 @@ func TestDrainOntoANearlyFullNodeIsRefused(t *testing.T) {
 	all := append(c.lc.Nodes(), small)
 	before := c.heldBlobs(all...)
 	free := c.stats(small).FreeBytes
-	require.EqualValues(t, size/2, free, "the small node is nearly full")
+	require.Less(t, free, int64(size), "the small node is nearly full")
 
 	p := c.planDrain("node-1")
 	require.False(t, p.Safe)
