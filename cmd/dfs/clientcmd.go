@@ -230,6 +230,8 @@ func (cc *clientCmd) hint(err error) string {
 		return "`dfs nodes` and `dfs health` show which storage nodes are down"
 	case errs.CodeMetadataUnavailable:
 		return "the coordinator cannot reach its metadata store (DATABASE_URL); `dfs health` shows its state"
+	case errs.CodeUnsafeDrain:
+		return "`dfs nodes drain -dry-run ID` shows the plan; `dfs nodes drain -force ID` drains anyway"
 	case errs.CodeFileTooLarge:
 		return "the coordinator's MAX_FILE_SIZE bounds uploads; raise it there to store larger files"
 	case errs.CodeInternal:

@@ -461,6 +461,7 @@ func TestNodesDrain(t *testing.T) {
 		require.Empty(t, stderr)
 		require.Regexp(t, `(?m)^node\s+node-2, DEREGISTERED, off the ring$`, stdout)
 		require.Regexp(t, `(?m)^drain\s+in progress: 7 files still to move$`, stdout)
+		require.Regexp(t, `(?m)^this round\s+3 of 10 files, 3.0 MiB copied at 1.0 MiB/s, about 7s left$`, stdout)
 		require.Regexp(t, `(?m)^uploads in flight\s+1 `, stdout)
 		require.NotContains(t, stdout, "last round")
 	})
@@ -496,6 +497,43 @@ func TestNodesDrain(t *testing.T) {
 		require.Equal(t, []map[string]any{{"error": "NODE_NOT_FOUND", "message": "node node-9 not found", "status": float64(404),
 			"requestId": "req-fake-1"}}, jsonValues(t, stdout))
 	})
+}
+
+func TestNodesDrainRefusesUnsafeDrainsUnlessForced(t *testing.T) {
+	f := newFakeCoordinator(t)
+	f.drainUnsafe = []string{"only 2 node(s) would remain on the ring, fewer than the replication factor 3"}
+
+	code, stdout, stderr := runDFS(t, "", "nodes", "drain", "-dry-run", "-url", f.srv.URL, "node-2")
+	require.Equal(t, exitFailed, code, "an unsafe plan fails a script")
+	require.Regexp(t, `(?m)^drain of\s+node-2: NOT safe \(dry run, nothing changed\)$`, stdout)
+	require.Regexp(t, `(?m)^reason\s+only 2 node\(s\) would remain on the ring, fewer than the replication factor 3$`, stdout)
+	require.Regexp(t, `(?m)^to copy\s+4 files, 6.0 MiB$`, stdout)
+	require.Regexp(t, `(?m)^node-1\s+4\s+6.0 MiB\s+3.0 GiB$`, stdout)
+	require.Regexp(t, `(?m)^node-3\s+1\s+1 B\s+unknown$`, stdout)
+	require.Contains(t, stderr, "`dfs nodes drain -force node-2` drains it anyway")
+
+	code, _, stderr = runDFS(t, "", "nodes", "drain", "-wait", "-url", f.srv.URL, "node-2")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stderr, "UNSAFE_DRAIN")
+	require.Contains(t, stderr, "fewer than the replication factor 3")
+	require.Contains(t, stderr, "`dfs nodes drain -force ID` drains anyway")
+
+	code, stdout, stderr = runDFS(t, "", "nodes", "drain", "-force", "-url", f.srv.URL, "node-2")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^node\s+node-2, DEREGISTERED, off the ring$`, stdout)
+
+	f.drainUnsafe = nil
+	code, stdout, stderr = runDFS(t, "", "nodes", "drain", "-dry-run", "-json", "-url", f.srv.URL, "node-1")
+	require.Equal(t, exitOK, code, stderr)
+	var p client.DrainPlan
+	require.NoError(t, json.Unmarshal([]byte(stdout), &p))
+	require.True(t, p.Safe)
+	require.Len(t, p.Targets, 2)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Equal(t, []string{"dryRun=true", "wait=true", "force=true", "dryRun=true"}, f.drainQueries)
+	require.False(t, f.deregistered["node-1"], "a dry run deregisters nothing")
 }
 
 func TestNodesRejoin(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ type fakeCoordinator struct {
 	deregistered  map[string]bool
 	drainLeft     int      // files a drain reports still on the node
 	drainQueries  []string // the query of every deregistration
+	drainUnsafe   []string // why a drain is not safe; none means it is
 }
 
 type fakeFile struct {
@@ -288,10 +290,27 @@ func (f *fakeCoordinator) deregister(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if r.URL.Query().Get("dryRun") == "true" {
+		free := int64(3 << 30)
+		httpx.WriteJSON(w, http.StatusOK, client.DrainPlan{Node: n.NodeID, Safe: len(f.drainUnsafe) == 0,
+			Reasons: append([]string{}, f.drainUnsafe...), Files: 4, Bytes: 6 << 20, FilesOnNode: 4, BytesOnNode: 6 << 20,
+			RemainingNodes: 3, ReplicationFactor: 3, SoleCopies: []string{},
+			Targets: []client.DrainTarget{{NodeID: "node-1", Files: 4, Bytes: 6 << 20, FreeBytes: &free}, {NodeID: "node-3", Files: 1, Bytes: 1}}})
+		return
+	}
+	if len(f.drainUnsafe) > 0 && r.URL.Query().Get("force") != "true" && !f.deregistered[n.NodeID] {
+		httpx.WriteErrorCode(w, r, http.StatusConflict, errs.CodeUnsafeDrain,
+			"draining node "+n.NodeID+" is not safe: "+strings.Join(f.drainUnsafe, "; ")+"; force=true drains it anyway")
+		return
+	}
 	f.deregistered[n.NodeID] = true
 	n.Status, n.OnRing = client.NodeDeregistered, false
 	res := client.DeregisterResult{Node: n, Drain: client.DrainReport{Node: n.NodeID, FilesRemaining: f.drainLeft, PendingUploads: 1}}
 	status := http.StatusAccepted
+	if f.drainLeft > 0 && r.URL.Query().Get("wait") != "true" {
+		eta := 7.4
+		res.Drain.Progress = &client.RunProgress{FilesDone: 3, FilesTotal: 10, BytesCopied: 3 << 20, BytesPerSecond: 1 << 20, EtaSeconds: &eta}
+	}
 	if r.URL.Query().Get("wait") == "true" {
 		res.Drain.Complete = f.drainLeft == 0
 		res.Drain.Run = &client.RebalanceReport{Trigger: client.TriggerDeregistered, FilesScanned: 9, FilesAffected: 4,

@@ -106,16 +106,28 @@ Without -wait the drain goes on in the background and the progress so far
 is printed. With -wait the coordinator runs it before answering, bounded by
 its DRAIN_TIMEOUT, and prints the report of the last round; the exit
 status is then 1 when files remain on the node.
+
+The coordinator refuses a drain that is not safe (409 UNSAFE_DRAIN): fewer
+nodes than the replication factor would remain, a receiving node lacks the
+free space, or a file's only healthy copy is on the node and no node can
+take it. -dry-run shows what the drain would copy to which nodes and
+whether it is safe, changing nothing (exit status 1 when it is not safe);
+-force drains anyway.
 `
 
 func runDrain(ctx context.Context, args []string, s stdio) int {
 	cc := newClientCmd("nodes drain", drainHelp, s)
 	wait := cc.fs.Bool("wait", false, "wait for the drain to finish (bounded by the coordinator's DRAIN_TIMEOUT)")
+	dryRun := cc.fs.Bool("dry-run", false, "only show what the drain would move and whether it is safe")
+	force := cc.fs.Bool("force", false, "drain even when the coordinator finds it unsafe")
 	pos, code, done := cc.parse(args, 1, 1)
 	if done {
 		return code
 	}
-	res, err := cc.c.Deregister(ctx, pos[0], *wait)
+	if *dryRun {
+		return planDrain(ctx, cc, pos[0])
+	}
+	res, err := cc.c.DeregisterWith(ctx, pos[0], client.DrainOptions{Wait: *wait, Force: *force})
 	if err != nil {
 		return cc.fail(err)
 	}
@@ -132,6 +144,55 @@ func runDrain(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
+func planDrain(ctx context.Context, cc *clientCmd, id string) int {
+	p, err := cc.c.PlanDrain(ctx, id)
+	if err != nil {
+		return cc.fail(err)
+	}
+	if cc.json {
+		cc.printJSON(p)
+	} else {
+		printPlan(cc.s.out, p)
+	}
+	if !p.Safe {
+		fmt.Fprintf(cc.s.err, "dfs nodes drain: draining %s is not safe; `dfs nodes drain -force %s` drains it anyway\n", id, id)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func printPlan(w io.Writer, p client.DrainPlan) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	verdict := "safe"
+	if !p.Safe {
+		verdict = "NOT safe"
+	}
+	fmt.Fprintf(tw, "drain of\t%s: %s (dry run, nothing changed)\n", p.Node, verdict)
+	for _, r := range p.Reasons {
+		fmt.Fprintf(tw, "reason\t%s\n", r)
+	}
+	fmt.Fprintf(tw, "on the node\t%d files, %s\n", p.FilesOnNode, humanBytes(p.BytesOnNode))
+	fmt.Fprintf(tw, "to copy\t%d files, %s\n", p.Files, humanBytes(p.Bytes))
+	fmt.Fprintf(tw, "ring after\t%d nodes at replication factor %d\n", p.RemainingNodes, p.ReplicationFactor)
+	if p.PendingUploads > 0 {
+		fmt.Fprintf(tw, "uploads in flight\t%d (they do not hold a drain up)\n", p.PendingUploads)
+	}
+	tw.Flush()
+	if len(p.Targets) > 0 {
+		fmt.Fprintln(w, "\nreceiving nodes:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tFILES\tBYTES\tFREE")
+		for _, t := range p.Targets {
+			free := "unknown"
+			if t.FreeBytes != nil {
+				free = humanBytes(*t.FreeBytes)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.NodeID, t.Files, humanBytes(t.Bytes), free)
+		}
+		tw.Flush()
+	}
+}
+
 func printDrain(w io.Writer, res client.DeregisterResult) {
 	d := res.Drain
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -144,6 +205,14 @@ func printDrain(w io.Writer, res client.DeregisterResult) {
 		fmt.Fprintf(tw, "drain\tcomplete: the node holds no file\n")
 	} else {
 		fmt.Fprintf(tw, "drain\tin progress: %d files still to move\n", d.FilesRemaining)
+	}
+	if p := d.Progress; p != nil {
+		eta := "no estimate yet"
+		if p.EtaSeconds != nil {
+			eta = "about " + (time.Duration(*p.EtaSeconds * float64(time.Second))).Round(time.Second).String() + " left"
+		}
+		fmt.Fprintf(tw, "this round\t%d of %d files, %s copied at %s/s, %s\n", p.FilesDone, p.FilesTotal,
+			humanBytes(p.BytesCopied), humanBytes(int64(p.BytesPerSecond)), eta)
 	}
 	if d.PendingUploads > 0 {
 		fmt.Fprintf(tw, "uploads in flight\t%d (they do not hold the drain up)\n", d.PendingUploads)

@@ -484,6 +484,9 @@ func TestK8sHooks(t *testing.T) {
 	}{
 		{"preStop", hooks.PreStop.Exec.Command, http.StatusOK, 0, "DELETE", "/api/nodes/storage-node-0", "wait=true", "/api/nodes/{nodeId}"},
 		{"preStop, drain unfinished", hooks.PreStop.Exec.Command, http.StatusAccepted, 1, "DELETE", "/api/nodes/storage-node-0", "wait=true", "/api/nodes/{nodeId}"},
+		// An unsafe drain is refused and the hook does not force it: the pod
+		// stops as a failed node would, keeping its copies (see the README).
+		{"preStop, drain refused as unsafe", hooks.PreStop.Exec.Command, http.StatusConflict, 1, "DELETE", "/api/nodes/storage-node-0", "wait=true", "/api/nodes/{nodeId}"},
 		{"postStart, rejoined", hooks.PostStart.Exec.Command, http.StatusOK, 0, "POST", "/api/nodes/storage-node-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
 		{"postStart, a new node", hooks.PostStart.Exec.Command, http.StatusNotFound, 0, "POST", "/api/nodes/storage-node-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
 		{"postStart, not deregistered", hooks.PostStart.Exec.Command, http.StatusConflict, 0, "POST", "/api/nodes/storage-node-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},

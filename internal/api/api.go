@@ -55,6 +55,7 @@ type Rebalancer interface {
 	Run(ctx context.Context, trigger rebalance.Trigger, node string) (rebalance.Report, error)
 	Drain(ctx context.Context, node string) (rebalance.DrainReport, error)
 	DrainProgress(ctx context.Context, node string) (rebalance.DrainReport, error)
+	PlanDrain(ctx context.Context, node string) (rebalance.DrainPlan, error)
 }
 
 // Health reports the cluster's health.

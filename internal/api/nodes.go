@@ -159,21 +159,63 @@ type deregisterJSON struct {
 	Drain rebalance.DrainReport `json:"drain"`
 }
 
+// boolParam reads an optional true/false query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch r.URL.Query().Get(name) {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, errs.E(errs.Invalid, "%s must be true or false", name)
+}
+
 func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "nodeId")
-	wait := r.URL.Query().Get("wait")
-	if wait != "" && wait != "true" && wait != "false" {
-		httpx.WriteError(w, r, errs.E(errs.Invalid, "wait must be true or false"))
+	var wait, dryRun, force bool
+	var err error
+	for _, p := range []struct {
+		name string
+		v    *bool
+	}{{"wait", &wait}, {"dryRun", &dryRun}, {"force", &force}} {
+		if *p.v, err = boolParam(r, p.name); err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+	}
+	n, err := s.Members.Node(r.Context(), id)
+	if err != nil {
+		httpx.WriteError(w, r, err)
 		return
 	}
-	n, err := s.Members.Deregister(r.Context(), id)
+	// A drain already under way is not judged again: the node left the
+	// ring when it began.
+	if dryRun || n.Status != meta.NodeDeregistered {
+		plan, err := s.Rebalancer.PlanDrain(r.Context(), id)
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		if dryRun {
+			httpx.WriteJSON(w, http.StatusOK, plan)
+			return
+		}
+		if refusal := plan.Refusal(); refusal != nil {
+			if !force {
+				httpx.WriteError(w, r, refusal)
+				return
+			}
+			s.Logger.Warn("unsafe drain forced", "node", id, "reasons", plan.Reasons)
+		}
+	}
+	n, err = s.Members.Deregister(r.Context(), id)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
 	var rep rebalance.DrainReport
 	status := http.StatusAccepted
-	if wait == "true" {
+	if wait {
 		rep, err = s.Rebalancer.Drain(r.Context(), id)
 		if err == nil && rep.Complete {
 			status = http.StatusOK

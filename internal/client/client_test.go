@@ -129,6 +129,17 @@ func TestCallsUseTheRightRoute(t *testing.T) {
 			func(ctx context.Context, c *Client) (any, error) { return c.Deregister(ctx, "node-2", false) },
 			call{method: "DELETE", path: "/api/nodes/node-2"},
 			DeregisterResult{Node: Node{NodeID: "node-2"}, Drain: DrainReport{Node: "node-2", FilesRemaining: 7}}},
+		{"forced drain", 202, `{"node":{"nodeId":"node-2"},"drain":{"node":"node-2","filesRemaining":7}}`,
+			func(ctx context.Context, c *Client) (any, error) {
+				return c.DeregisterWith(ctx, "node-2", DrainOptions{Wait: true, Force: true})
+			},
+			call{method: "DELETE", path: "/api/nodes/node-2", query: "force=true&wait=true"},
+			DeregisterResult{Node: Node{NodeID: "node-2"}, Drain: DrainReport{Node: "node-2", FilesRemaining: 7}}},
+		{"drain plan", 200, `{"node":"node-2","safe":false,"reasons":["r"],"files":1,"bytes":5,"targets":[{"nodeId":"node-3","files":1,"bytes":5,"freeBytes":null}],"soleCopies":[]}`,
+			func(ctx context.Context, c *Client) (any, error) { return c.PlanDrain(ctx, "node-2") },
+			call{method: "DELETE", path: "/api/nodes/node-2", query: "dryRun=true"},
+			DrainPlan{Node: "node-2", Reasons: []string{"r"}, Files: 1, Bytes: 5,
+				Targets: []DrainTarget{{NodeID: "node-3", Files: 1, Bytes: 5}}, SoleCopies: []string{}}},
 		{"rejoin", 200, `{"nodeId":"node-2","status":"UNHEALTHY"}`,
 			func(ctx context.Context, c *Client) (any, error) { return c.Rejoin(ctx, "node-2") },
 			call{method: "POST", path: "/api/nodes/node-2/rejoin"},

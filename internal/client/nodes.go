@@ -42,18 +42,46 @@ func (c *Client) Register(ctx context.Context, req RegisterRequest) (Node, error
 // Deregister takes a node off the ring for good and drains it. With wait the
 // coordinator runs the drain before answering (bounded by its DRAIN_TIMEOUT)
 // and Drain.Complete says whether it finished; without, the answer gives the
-// drain's progress so far.
+// drain's progress so far. A drain that is not safe is refused (409
+// UNSAFE_DRAIN); DeregisterWith can force it.
 func (c *Client) Deregister(ctx context.Context, id string, wait bool) (DeregisterResult, error) {
+	return c.DeregisterWith(ctx, id, DrainOptions{Wait: wait})
+}
+
+// DrainOptions are the choices of a drain.
+type DrainOptions struct {
+	// Wait runs the drain before the answer (see Deregister).
+	Wait bool
+	// Force drains even when the coordinator finds the drain unsafe.
+	Force bool
+}
+
+// DeregisterWith is Deregister with every option.
+func (c *Client) DeregisterWith(ctx context.Context, id string, o DrainOptions) (DeregisterResult, error) {
 	if err := checkID("node", id); err != nil {
 		return DeregisterResult{}, err
 	}
-	var q url.Values
-	if wait {
-		q = url.Values{"wait": {"true"}}
+	q := url.Values{}
+	if o.Wait {
+		q.Set("wait", "true")
+	}
+	if o.Force {
+		q.Set("force", "true")
 	}
 	var res DeregisterResult
 	_, err := c.doJSON(ctx, http.MethodDelete, pathOf("api", "nodes", id), q, nil, &res)
 	return res, err
+}
+
+// PlanDrain asks what draining node id would do and whether it is safe;
+// nothing changes.
+func (c *Client) PlanDrain(ctx context.Context, id string) (DrainPlan, error) {
+	if err := checkID("node", id); err != nil {
+		return DrainPlan{}, err
+	}
+	var p DrainPlan
+	_, err := c.doJSON(ctx, http.MethodDelete, pathOf("api", "nodes", id), url.Values{"dryRun": {"true"}}, nil, &p)
+	return p, err
 }
 
 // Rejoin re-admits a deregistered node; it re-enters the ring after enough

@@ -181,6 +181,32 @@ type DeregisterResult struct {
 	Drain DrainReport `json:"drain"`
 }
 
+// DrainPlan is the answer of DELETE /api/nodes/{id}?dryRun=true: what a
+// drain would copy to which nodes, and whether it is safe.
+type DrainPlan struct {
+	Node              string        `json:"node"`
+	Safe              bool          `json:"safe"`
+	Reasons           []string      `json:"reasons"`
+	Files             int           `json:"files"`
+	Bytes             int64         `json:"bytes"`
+	FilesOnNode       int           `json:"filesOnNode"`
+	BytesOnNode       int64         `json:"bytesOnNode"`
+	PendingUploads    int           `json:"pendingUploads"`
+	RemainingNodes    int           `json:"remainingNodes"`
+	ReplicationFactor int           `json:"replicationFactor"`
+	Targets           []DrainTarget `json:"targets"`
+	SoleCopies        []string      `json:"soleCopies"`
+}
+
+// DrainTarget is what one node would receive in a drain.
+type DrainTarget struct {
+	NodeID string `json:"nodeId"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+	// FreeBytes is nil when the node did not report its free space.
+	FreeBytes *int64 `json:"freeBytes"`
+}
+
 // DrainReport tells how far a deregistered node's drain has come.
 type DrainReport struct {
 	Node           string           `json:"node"`
@@ -188,6 +214,19 @@ type DrainReport struct {
 	PendingUploads int              `json:"pendingUploads,omitempty"`
 	Complete       bool             `json:"complete"`
 	Run            *RebalanceReport `json:"run,omitempty"`
+	// Progress is that of the drain's run going on now, if one is.
+	Progress *RunProgress `json:"progress,omitempty"`
+}
+
+// RunProgress is how far a run that is still going has come.
+type RunProgress struct {
+	StartedAt      time.Time `json:"startedAt"`
+	FilesDone      int       `json:"filesDone"`
+	FilesTotal     int       `json:"filesTotal"`
+	BytesCopied    int64     `json:"bytesCopied"`
+	BytesPerSecond float64   `json:"bytesPerSecond"`
+	// EtaSeconds is nil before the first file is done.
+	EtaSeconds *float64 `json:"etaSeconds"`
 }
 
 // Cluster health states.

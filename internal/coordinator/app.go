@@ -148,7 +148,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
 		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: locker,
-		Parallelism: cfg.RebalanceParallelism,
+		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status,
+		FreeSpace: func(ctx context.Context, id string) (int64, error) {
+			base, ok := a.members.BaseURL(id)
+			if !ok {
+				return 0, fmt.Errorf("node %s has no known address", id)
+			}
+			st, err := nodes.Stats(ctx, base)
+			return st.FreeBytes, err
+		},
 	})
 	a.files, err = files.New(files.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: userReconciler{rec}, Logger: log,

@@ -54,6 +54,7 @@ const (
 	CodeNoHealthyNodes      = "NO_HEALTHY_NODES"     // Unavailable: the ring is empty
 	CodeMetadataUnavailable = "METADATA_UNAVAILABLE" // Unavailable: the metadata database
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // the router's 405; no kind has it
+	CodeUnsafeDrain         = "UNSAFE_DRAIN"         // Conflict: a drain would lose data or redundancy
 )
 
 type kindRow struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 	"github.com/dfs-project/dfs/internal/openapi"
 	"github.com/dfs-project/dfs/internal/openapi/openapitest"
+	"github.com/dfs-project/dfs/internal/rebalance"
 )
 
 // answer is a status and an error code the coordinator answers together.
@@ -45,6 +46,7 @@ func handlerAnswers() map[answer]bool {
 	add(rules.Unavailable(nil, "example"))
 	// internal/files keeps this error unexported: an upload to an empty ring.
 	add(errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring"))
+	add(rebalance.DrainPlan{Node: "example", Reasons: []string{"example"}}.Refusal())
 	return out
 }
 
@@ -62,6 +64,7 @@ var codeBelongs = map[string]func(method, path string, op *openapi3.Operation) b
 	errs.CodeNoHealthyNodes:      func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "POST /api/files" },
 	errs.CodeFileTooLarge:        func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "POST /api/files" },
 	errs.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "GET /api/files/{fileId}" },
+	errs.CodeUnsafeDrain:         func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "DELETE /api/nodes/{nodeId}" },
 }
 
 const errorSchema = "#/components/schemas/Error"

@@ -47,6 +47,10 @@ var errorBody = `{"timestamp":"` + ts + `","status":404,"error":"FILE_NOT_FOUND"
 var node = `{"nodeId":"node-1","host":"127.0.0.1","port":9001,"status":"HEALTHY","onRing":true,"keyspaceSharePercent":32.4,
   "registeredAt":"` + ts + `","lastCheckAt":"` + ts + `","lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":5}`
 
+var drainPlan = `{"node":"node-2","safe":false,"reasons":["node node-3 would receive 10 bytes (1 files) but did not report its free space"],
+  "files":1,"bytes":10,"filesOnNode":1,"bytesOnNode":10,"pendingUploads":0,"remainingNodes":3,"replicationFactor":3,
+  "targets":[{"nodeId":"node-3","files":1,"bytes":10,"freeBytes":null}],"soleCopies":[]}`
+
 type sample struct {
 	name, method, path string
 	status             int
@@ -84,6 +88,9 @@ func TestValidAnswersPass(t *testing.T) {
 		{"drain report", "DELETE", "/api/nodes/node-2", 200, jsonHeader(),
 			`{"node":` + node + `,"drain":{"node":"node-2","filesRemaining":0,"complete":true,"run":{"trigger":"DEREGISTERED","node":"node-2",
 			  "filesScanned":3,"filesAffected":3,"copiesCreated":3,"copiesRemoved":3,"primariesPromoted":1,"failures":0,"unrecoverableFiles":[],"filesSkipped":0,"durationMs":12,"complete":true}}}`},
+		{"drain plan", "DELETE", "/api/nodes/node-2?dryRun=true", 200, jsonHeader(), drainPlan},
+		{"unsafe drain refused", "DELETE", "/api/nodes/node-2", 409, jsonHeader(),
+			strings.Replace(errorBody, `404,"error":"FILE_NOT_FOUND"`, `409,"error":"UNSAFE_DRAIN"`, 1)},
 		{"encoded slash stays in the id", "GET", "/api/files/..%2F..%2Fetc/metadata", 400, jsonHeader(),
 			strings.Replace(errorBody, `404,"error":"FILE_NOT_FOUND"`, `400,"error":"INVALID_REQUEST"`, 1)},
 		{"router 404", "GET", "/api/nothing", 404, jsonHeader(),
@@ -120,6 +127,8 @@ func TestWrongAnswersFail(t *testing.T) {
 		{sample{"error without timestamp", "GET", "/api/files/" + fileID + "/metadata", 404, jsonHeader(),
 			strings.Replace(errorBody, `"timestamp":"`+ts+`",`, "", 1)}, `property "timestamp" is missing`},
 		{sample{"bad time", "GET", "/api/nodes", 200, jsonHeader(), "[" + strings.Replace(node, `"registeredAt":"`+ts, `"registeredAt":"yesterday`, 1) + "]"}, "registeredAt"},
+		{sample{"drain plan without its targets", "DELETE", "/api/nodes/node-2?dryRun=true", 200, jsonHeader(),
+			strings.Replace(drainPlan, `"targets":[{"nodeId":"node-3","files":1,"bytes":10,"freeBytes":null}],`, "", 1)}, "targets"},
 		{sample{"node list as object", "GET", "/api/nodes", 200, jsonHeader(), node}, "array"},
 		{sample{"no request id", "GET", "/api/nodes", 200, http.Header{"Content-Type": {"application/json"}}, "[]"}, "X-Request-Id"},
 		{sample{"text instead of JSON", "GET", "/api/nodes", 200, http.Header{"Content-Type": {"text/plain"}, "X-Request-Id": {"r"}}, "[]"}, "text/plain"},

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
@@ -74,6 +73,9 @@ type DrainReport struct {
 	PendingUploads int     `json:"pendingUploads,omitempty"`
 	Complete       bool    `json:"complete"`
 	Run            *Report `json:"run,omitempty"`
+	// Progress is that of the drain's run going on in this coordinator,
+	// if one is.
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // Reconciler is the one placement routine.
@@ -104,6 +106,12 @@ type Options struct {
 	// Lock, when set, keeps one rebalance per trigger and node running at a
 	// time across coordinators; a second one is skipped.
 	Lock lease.Locker
+	// NodeStatus, when set, tells a drain plan which nodes' copies are
+	// healthy; without it, those of the nodes on the ring are.
+	NodeStatus func(nodeID string) (meta.NodeStatus, bool)
+	// FreeSpace, when set, asks a node how many bytes it can still take,
+	// for drain plans; without it no node's free space is known.
+	FreeSpace func(ctx context.Context, nodeID string) (int64, error)
 }
 
 // DefaultParallelism is how many files a run reconciles at once unless told
@@ -117,8 +125,9 @@ func (b *Rebalancer) Parallelism() int { return b.o.Parallelism }
 
 // Rebalancer runs rebalances.
 type Rebalancer struct {
-	o   Options
-	log *slog.Logger
+	o    Options
+	log  *slog.Logger
+	live liveRuns
 }
 
 // New returns a Rebalancer.
@@ -307,8 +316,9 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
 	start := time.Now()
 	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
+	live, end := b.live.begin(trigger, node, len(ids), start)
+	defer end()
 	var mu sync.Mutex
-	var done atomic.Int64
 	work := make(chan string)
 	var wg sync.WaitGroup
 	lastLog := time.Now()
@@ -316,7 +326,8 @@ func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string,
 		wg.Go(func() {
 			for id := range work {
 				out, err := b.o.Reconciler.Reconcile(ctx, id)
-				n := done.Add(1)
+				n := live.done.Add(1)
+				live.bytes.Add(out.BytesCopied)
 				mu.Lock()
 				if err != nil {
 					rep.Failures++
@@ -396,7 +407,11 @@ func (b *Rebalancer) DrainProgress(ctx context.Context, node string) (DrainRepor
 	if err != nil {
 		return DrainReport{}, err
 	}
-	return DrainReport{Node: node, FilesRemaining: len(move), PendingUploads: pending, Complete: len(move) == 0}, nil
+	d := DrainReport{Node: node, FilesRemaining: len(move), PendingUploads: pending, Complete: len(move) == 0}
+	if p, ok := b.live.progress(Deregistered, node, time.Now()); ok {
+		d.Progress = &p
+	}
+	return d, nil
 }
 
 // Drain moves every file off a deregistered node now and reports what is

@@ -115,6 +115,7 @@ type Outcome struct {
 	Status          meta.FileStatus // the status it left (empty when the row is gone)
 	Changed         bool            // metadata or copies changed
 	CopiesCreated   int
+	BytesCopied     int64 // the bytes of the copies created
 	CopiesRemoved   int
 	PrimaryPromoted bool
 	Failures        int  // copy creations or removals that failed
@@ -325,6 +326,7 @@ func (p *pass) create(ctx context.Context) error {
 			obs[n] = present
 			p.created = append(p.created, n)
 			p.out.CopiesCreated++
+			p.out.BytesCopied += p.rec.SizeBytes
 			r.log.Info("created copy", "file", id, "node", n)
 		case errs.Is(err, errs.NoSpace):
 			r.markFull(n)
@@ -440,7 +442,7 @@ func (p *pass) commit(ctx context.Context, next meta.FileRecord) (Outcome, error
 			r.undoIfDeleted(ctx, id, p.created, p.obs)
 		}
 		if errs.Is(err, errs.NotFound) {
-			return Outcome{FileID: id, Removed: true, CopiesCreated: out.CopiesCreated}, nil
+			return Outcome{FileID: id, Removed: true, CopiesCreated: out.CopiesCreated, BytesCopied: out.BytesCopied}, nil
 		}
 		return out, err
 	}

@@ -390,6 +390,7 @@ func TestLockContentionSkips(t *testing.T) {
 	held = false
 	out = f.reconcile(rec.ID)
 	require.Equal(t, 2, out.CopiesCreated)
+	require.Equal(t, 2*rec.SizeBytes, out.BytesCopied, "the bytes of both copies")
 }
 
 func activeNodes(rec meta.FileRecord) []string {
