@@ -50,6 +50,7 @@ type fakeCoordinator struct {
 	deregistered  map[string]bool
 	drainLeft     int      // files a drain reports still on the node
 	drainQueries  []string // the query of every deregistration
+	durability    client.DurabilityReport
 }
 
 type fakeFile struct {
@@ -95,6 +96,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	route("POST /api/nodes/{id}/rejoin", f.rejoin)
 	route("GET /api/health", f.clusterHealth)
 	route("POST /api/admin/rebalance", f.runRebalance)
+	route("GET /api/cluster/durability", f.clusterDurability)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -343,3 +345,10 @@ func (f *fakeCoordinator) runRebalance(w http.ResponseWriter, _ *http.Request) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func (f *fakeCoordinator) clusterDurability(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	d := f.durability
+	f.mu.Unlock()
+	httpx.WriteJSON(w, http.StatusOK, d)
+}
