@@ -66,6 +66,7 @@ func TestEveryClientCommandReportsAnUnreachableCoordinator(t *testing.T) {
 	for _, args := range [][]string{
 		{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
 		{"nodes"}, {"nodes", "drain", "node-1"}, {"nodes", "rejoin", "node-1"}, {"health"}, {"rebalance"},
+		{"status"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, stdout, stderr := runDFS(t, "", append(args, "-url", url)...)
@@ -147,7 +148,7 @@ func TestURLComesFromTheEnvironment(t *testing.T) {
 // clientCommands are the commands that talk to a coordinator, as typed.
 var clientCommands = [][]string{
 	{"put"}, {"get"}, {"ls"}, {"info"}, {"rm"}, {"verify"}, {"nodes"}, {"nodes", "drain"}, {"nodes", "rejoin"},
-	{"health"}, {"rebalance"},
+	{"health"}, {"rebalance"}, {"status"},
 }
 
 // Help asked for goes to stdout, in each of the ways to ask, so that it can

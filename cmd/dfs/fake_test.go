@@ -52,6 +52,7 @@ type fakeCoordinator struct {
 	drainLeft     int      // files a drain reports still on the node
 	drainQueries  []string // the query of every deregistration
 	drainUnsafe   []string // why a drain is not safe; none means it is
+	durability    client.DurabilityReport
 }
 
 type fakeFile struct {
@@ -97,6 +98,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	route("POST /api/nodes/{id}/rejoin", f.rejoin)
 	route("GET /api/health", f.clusterHealth)
 	route("POST /api/admin/rebalance", f.runRebalance)
+	route("GET /api/cluster/durability", f.clusterDurability)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -362,3 +364,10 @@ func (f *fakeCoordinator) runRebalance(w http.ResponseWriter, _ *http.Request) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func (f *fakeCoordinator) clusterDurability(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	d := f.durability
+	f.mu.Unlock()
+	httpx.WriteJSON(w, http.StatusOK, d)
+}

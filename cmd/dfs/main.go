@@ -3,8 +3,8 @@
 // placement questions offline (`dfs ring`, here). Client commands for the
 // coordinator's REST API live beside these, one file per group of commands
 // that act on the same thing: files.go (put, get, ls, info, rm, verify),
-// nodes.go (nodes and its drain and rejoin, health, rebalance) and
-// version.go.
+// nodes.go (nodes and its drain and rejoin, health, rebalance), status.go
+// (durability) and version.go.
 package main
 
 import (
@@ -48,6 +48,7 @@ func commands() map[string]command {
 		"verify":    {summary: "re-hash every copy of a file, rebuilding bad ones", run: runVerify},
 		"nodes":     {summary: "list the storage nodes: status, ring membership, keyspace share", run: runNodes},
 		"health":    {summary: "show the cluster's health (exit status 0 only when UP)", run: runHealth},
+		"status":    {summary: "show how safe the data is now: files by healthy copies, failure headroom, per-node risk", run: runStatus},
 		"rebalance": {summary: "reconcile every file's copies with the ring now", run: runRebalance},
 		"version":   {summary: "print the version of this dfs (also `dfs --version`)", run: runVersion},
 	}

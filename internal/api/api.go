@@ -70,6 +70,7 @@ type Options struct {
 	Members    Members
 	Rebalancer Rebalancer
 	Health     Health
+	Durability Durability
 	Logger     *slog.Logger
 	// Token, when set, must accompany node-facing calls (registration).
 	Token string
@@ -130,6 +131,7 @@ func New(o Options) http.Handler {
 		r.Post("/nodes/{nodeId}/rejoin", s.rejoin)
 
 		r.Get("/health", s.clusterHealth)
+		r.Get("/cluster/durability", s.durability)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)
 	})

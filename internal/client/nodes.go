@@ -139,3 +139,11 @@ func (c *Client) HealthCheck(ctx context.Context) (HealthCheckResult, error) {
 	_, err := c.doJSON(ctx, http.MethodPost, "/api/admin/health-check", nil, nil, &res)
 	return res, err
 }
+
+// Durability returns how safe the files are now: files by healthy copies,
+// bytes at risk, the failure headroom and what each node's failure would do.
+func (c *Client) Durability(ctx context.Context) (DurabilityReport, error) {
+	var rep DurabilityReport
+	_, err := c.doJSON(ctx, http.MethodGet, "/api/cluster/durability", nil, nil, &rep)
+	return rep, err
+}

@@ -47,6 +47,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"HealthReport":      HealthReport{},
 		"NodeHealth":        NodeHealth{},
 		"HealthCheckResult": HealthCheckResult{},
+		"DurabilityReport":  DurabilityReport{},
+		"NodeRisk":          NodeRisk{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {

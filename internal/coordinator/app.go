@@ -83,6 +83,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
 	})
 	reg.MustRegister(metrics.NewFilesByStatus(base.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
+	dur := &durability{store: base, rf: cfg.ReplicationFactor}
+	reg.MustRegister(metrics.NewDurability(dur.Sample, metrics.DurabilityOptions{
+		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
 
 	// Redis is an optimisation: a cache in front of the store, leases that
 	// fall back to the store, and change notices between coordinators.
@@ -194,6 +197,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Files: a.files, Members: a.members, Rebalancer: patient{a.rebalancer, 2 * cfg.LeaseTTL},
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
+		Durability:  dur,
 		Logger:      log,
 		Token:       cfg.ClusterToken,
 		MaxFileSize: cfg.MaxFileSize,

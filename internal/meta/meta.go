@@ -221,6 +221,75 @@ type Store interface {
 	// re-reads. PENDING and DELETED files are left to their upload and their
 	// delete. It returns the IDs of the files changed, in ID order.
 	MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error)
+
+	// Durability counts, over the readable files (ACTIVE, DEGRADED,
+	// REBALANCING and FAILED; not PENDING or DELETED), the copies that can be
+	// read now: ACTIVE copies on one of healthyNodes. A copy on any other
+	// node, a draining one included, is not counted. It is one aggregate
+	// query over the replica index in one snapshot, never a walk of the files
+	// in Go, so it is cheap enough to ask at every scrape (behind a short
+	// cache). Duplicate or unknown node IDs are harmless.
+	Durability(ctx context.Context, healthyNodes []string) (Durability, error)
+}
+
+// Durability is how safe the readable files are right now, counted by
+// Store.Durability.
+type Durability struct {
+	// FilesByCopies maps a number of healthy copies to the number of
+	// readable files that have exactly that many. Only counts some file has
+	// are present; an empty map means no readable file.
+	FilesByCopies map[int]int
+	// BytesAtRisk sums the sizes of the readable files with fewer healthy
+	// copies than their own replication factor.
+	BytesAtRisk int64
+	// Nodes holds one entry per distinct healthy node, in ID order.
+	Nodes []NodeDurability
+}
+
+// NodeDurability is what the failure of one healthy node would do now.
+type NodeDurability struct {
+	NodeID string
+	// FilesLeftWithOneCopy counts the files with two healthy copies, one of
+	// them on this node.
+	FilesLeftWithOneCopy int
+	// FilesLeftWithNoCopy counts the files whose only healthy copy is on
+	// this node.
+	FilesLeftWithNoCopy int
+}
+
+// Files is the number of readable files counted.
+func (d Durability) Files() int {
+	n := 0
+	for _, c := range d.FilesByCopies {
+		n += c
+	}
+	return n
+}
+
+// MinCopies is the fewest healthy copies any readable file has, and false
+// when there is no readable file.
+func (d Durability) MinCopies() (int, bool) {
+	lowest, found := 0, false
+	for copies, files := range d.FilesByCopies {
+		if files > 0 && (!found || copies < lowest) {
+			lowest, found = copies, true
+		}
+	}
+	return lowest, found
+}
+
+// FailureHeadroom is how many arbitrary node failures the readable files
+// survive now without one of them losing its last healthy copy: the fewest
+// healthy copies of any file, minus one, and never below zero (a file with
+// no healthy copy has lost it already). With no readable file it is what a
+// file written now could survive: min(healthyNodes, rf) - 1, never below
+// zero.
+func (d Durability) FailureHeadroom(healthyNodes, rf int) int {
+	lowest, ok := d.MinCopies()
+	if !ok {
+		lowest = min(healthyNodes, rf)
+	}
+	return max(lowest-1, 0)
 }
 
 // ActiveCopies counts the ACTIVE copies of a file.

@@ -77,6 +77,10 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	reg.MustRegister(metrics.NewFilesByStatus(func(context.Context) (map[meta.FileStatus]int, error) {
 		return map[meta.FileStatus]int{meta.FileActive: 5, meta.FileDegraded: 1}, nil
 	}, metrics.FilesByStatusOptions{}))
+	reg.MustRegister(metrics.NewDurability(func(context.Context) (meta.Durability, int, error) {
+		return meta.Durability{FilesByCopies: map[int]int{3: 5, 2: 1}, BytesAtRisk: 10,
+			Nodes: []meta.NodeDurability{{NodeID: "node-1", FilesLeftWithOneCopy: 1}}}, 1, nil
+	}, metrics.DurabilityOptions{}))
 
 	c.ObserveHTTP("/api/files/{fileId}", http.MethodGet, http.StatusOK, 0.02)
 	c.ObserveHTTP("unmatched", http.MethodGet, http.StatusNotFound, 0.001)
@@ -107,6 +111,8 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		"dfs_node_joins_total", "dfs_node_failures_total", "dfs_node_recoveries_total",
 		"dfs_node_deregistrations_total", "dfs_node_rejoins_total", "dfs_node_disk_replacements_total", "dfs_ring_nodes",
 		"dfs_files", "dfs_files_count_errors_total",
+		"dfs_durability_files", "dfs_durability_bytes_at_risk", "dfs_durability_failure_headroom",
+		"dfs_durability_node_files_left", "dfs_durability_errors_total",
 		"dfs_rebalance_runs_total", "dfs_rebalance_copies_created_total", "dfs_rebalance_copies_removed_total",
 		"dfs_rebalance_failures_total", "dfs_rebalance_duration_seconds",
 		"dfs_cache_hits_total", "dfs_cache_misses_total", "dfs_redis_errors_total",

@@ -185,6 +185,7 @@ func TestEveryStoreMethodIsDecided(t *testing.T) {
 		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",
 		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
 		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
+		"Durability",
 	}
 	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
 }

@@ -72,6 +72,9 @@ func Run(t *testing.T, open Opener) {
 		{"EpochsBumpAndComplete", testEpochsBumpAndComplete},
 		{"EpochsConcurrentBumps", testEpochsConcurrentBumps},
 		{"MarkNodeCopiesLost", testMarkNodeCopiesLost},
+		{"Durability", testDurability},
+		{"DurabilityEmpty", testDurabilityEmpty},
+		{"DurabilityFollowsWrites", testDurabilityFollowsWrites},
 		{"FileWritesAreReadBack", testFileWritesAreReadBack},
 		{"TimestampsRoundTrip", testTimestampsRoundTrip},
 		{"CanceledContext", testCanceledContext},
@@ -1273,6 +1276,146 @@ func testTimestampsRoundTrip(t *testing.T, s meta.Store) {
 	before, err = s.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileActive}, exact, 10)
 	require.NoError(t, err)
 	require.Empty(t, before, "updatedBefore is compared at microsecond precision")
+}
+
+// testDurability builds files whose healthy copies are known by hand: node-4
+// is down, so its ACTIVE copies do not count, and neither do copies that are
+// not ACTIVE nor files that are PENDING or DELETED.
+func testDurability(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "node-1", "node-2", "node-3", "node-4")
+	healthy := []string{"node-3", "node-1", "node-2", "node-1"} // order and duplicates do not matter
+	A, P, F, D := meta.ReplicaActive, meta.ReplicaPending, meta.ReplicaFailed, meta.ReplicaDeleting
+	mk := func(status meta.FileStatus, size int64, copies map[string]meta.ReplicaStatus) {
+		rec := newFile(1, copies)
+		rec.Status, rec.SizeBytes = status, size
+		createFile(t, s, rec)
+	}
+	// Three healthy copies: not at risk.
+	mk(meta.FileActive, 1, map[string]meta.ReplicaStatus{"node-1": A, "node-2": A, "node-3": A})
+	mk(meta.FileRebalancing, 2, map[string]meta.ReplicaStatus{"node-1": A, "node-2": A, "node-3": A, "node-4": A})
+	// Two: the ACTIVE copy on the down node-4 is not a healthy one.
+	mk(meta.FileActive, 10, map[string]meta.ReplicaStatus{"node-1": A, "node-2": A, "node-4": A})
+	mk(meta.FileDegraded, 20, map[string]meta.ReplicaStatus{"node-2": A, "node-3": A, "node-1": P})
+	// One: copies that are FAILED or being deleted do not count.
+	mk(meta.FileDegraded, 100, map[string]meta.ReplicaStatus{"node-1": A, "node-2": F, "node-3": D})
+	// None.
+	mk(meta.FileFailed, 1000, map[string]meta.ReplicaStatus{"node-4": A, "node-1": F})
+	mk(meta.FileFailed, 2000, nil)
+	// Not readable: counted nowhere, whatever their copies.
+	mk(meta.FilePending, 5, map[string]meta.ReplicaStatus{"node-1": P})
+	mk(meta.FilePending, 6, map[string]meta.ReplicaStatus{"node-1": A})
+	mk(meta.FileDeleted, 7, map[string]meta.ReplicaStatus{"node-2": D})
+	// A file whose own replication factor is 2 has all it asked for.
+	rf2 := newFile(1, map[string]meta.ReplicaStatus{"node-1": A, "node-3": A})
+	rf2.ReplicationFactor, rf2.SizeBytes = 2, 10000
+	createFile(t, s, rf2)
+
+	d, err := s.Durability(ctx, healthy)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{3: 2, 2: 3, 1: 1, 0: 2}, d.FilesByCopies)
+	require.Equal(t, int64(10+20+100+1000+2000), d.BytesAtRisk)
+	require.Equal(t, 8, d.Files())
+	lowest, ok := d.MinCopies()
+	require.True(t, ok)
+	require.Zero(t, lowest)
+	require.Equal(t, []meta.NodeDurability{
+		{NodeID: "node-1", FilesLeftWithOneCopy: 2, FilesLeftWithNoCopy: 1},
+		{NodeID: "node-2", FilesLeftWithOneCopy: 2, FilesLeftWithNoCopy: 0},
+		{NodeID: "node-3", FilesLeftWithOneCopy: 2, FilesLeftWithNoCopy: 0},
+	}, d.Nodes)
+
+	// node-4 comes back: its copies count again.
+	d, err = s.Durability(ctx, append(healthy, "node-4"))
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{4: 1, 3: 2, 2: 2, 1: 2, 0: 1}, d.FilesByCopies)
+	require.Equal(t, int64(20+100+1000+2000), d.BytesAtRisk)
+	require.Equal(t, []meta.NodeDurability{
+		{NodeID: "node-1", FilesLeftWithOneCopy: 1, FilesLeftWithNoCopy: 1},
+		{NodeID: "node-2", FilesLeftWithOneCopy: 1, FilesLeftWithNoCopy: 0},
+		{NodeID: "node-3", FilesLeftWithOneCopy: 2, FilesLeftWithNoCopy: 0},
+		{NodeID: "node-4", FilesLeftWithOneCopy: 0, FilesLeftWithNoCopy: 1},
+	}, d.Nodes)
+
+	// With no healthy node, every readable file has no healthy copy.
+	d, err = s.Durability(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{0: 8}, d.FilesByCopies)
+	require.Empty(t, d.Nodes)
+}
+
+// testDurabilityEmpty: no readable file, and a healthy node with nothing on
+// it still has its (zero) entry.
+func testDurabilityEmpty(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "node-1")
+	rec := newFile(1, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive})
+	rec.Status = meta.FileDeleted
+	createFile(t, s, rec)
+	d, err := s.Durability(ctx, []string{"node-1", "node-9"})
+	require.NoError(t, err)
+	require.Empty(t, d.FilesByCopies)
+	require.Zero(t, d.BytesAtRisk)
+	_, ok := d.MinCopies()
+	require.False(t, ok)
+	require.Equal(t, []meta.NodeDurability{{NodeID: "node-1"}, {NodeID: "node-9"}}, d.Nodes)
+}
+
+// testDurabilityFollowsWrites changes one file's copies through every method
+// that can, and reads its healthy copies back after each: a store that keeps
+// a count of ACTIVE copies must move it on every such write.
+func testDurabilityFollowsWrites(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "node-1", "node-2", "node-3", "node-4")
+	healthy := []string{"node-1", "node-2", "node-3", "node-4"}
+	copies := func() map[int]int {
+		t.Helper()
+		d, err := s.Durability(ctx, healthy)
+		require.NoError(t, err)
+		return d.FilesByCopies
+	}
+	A, F := meta.ReplicaActive, meta.ReplicaFailed
+	rec := createFile(t, s, newFile(1, map[string]meta.ReplicaStatus{"node-1": A, "node-2": A, "node-3": A}))
+	require.Equal(t, map[int]int{3: 1}, copies(), "CreateFile")
+
+	set := func(node string, st meta.ReplicaStatus) {
+		for i := range rec.Replicas {
+			if rec.Replicas[i].NodeID == node {
+				rec.Replicas[i].Status = st
+			}
+		}
+	}
+	set("node-2", F)
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	require.Equal(t, map[int]int{2: 1}, copies(), "UpdateFile: a copy fails")
+
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	require.Equal(t, map[int]int{2: 1}, copies(), "UpdateFile: nothing changes")
+
+	rec.Replicas = slices.DeleteFunc(rec.Replicas, func(r meta.Replica) bool { return r.NodeID == "node-3" })
+	rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: "node-4", Status: A})
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	require.Equal(t, map[int]int{2: 1}, copies(), "UpdateFile: a copy moves")
+
+	set("node-2", A)
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	require.Equal(t, map[int]int{3: 1}, copies(), "UpdateFile: a copy is back")
+
+	_, err := s.MarkNodeCopiesLost(ctx, "node-1", "disk replaced")
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{2: 1}, copies(), "MarkNodeCopiesLost")
+
+	got, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	got.Status = meta.FileDeleted
+	require.NoError(t, s.UpdateFile(ctx, &got))
+	require.Empty(t, copies(), "a DELETED file is not counted")
+	got.Status = meta.FileDegraded
+	require.NoError(t, s.UpdateFile(ctx, &got))
+	require.Equal(t, map[int]int{2: 1}, copies())
+
+	require.NoError(t, s.DeleteFile(ctx, rec.ID))
+	require.Empty(t, copies(), "DeleteFile")
 }
 
 func testCanceledContext(t *testing.T, s meta.Store) {

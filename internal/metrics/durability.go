@@ -1,0 +1,151 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+// DurabilityFunc returns the store's durability answer (meta.Store.Durability
+// over the healthy nodes) and the failure headroom computed from it. It must
+// return once ctx is done.
+type DurabilityFunc func(ctx context.Context) (d meta.Durability, headroom int, err error)
+
+// DurabilityOptions configure a Durability collector. Zero values take the
+// documented defaults.
+type DurabilityOptions struct {
+	// ReplicationFactor is the top bucket of dfs_durability_files: files
+	// with at least this many healthy copies are counted under "<rf>+"
+	// (default 3).
+	ReplicationFactor int
+	// Timeout bounds one count (default 5s: with many files at risk the
+	// count takes longer than one by status).
+	Timeout time.Duration
+	// CacheFor is how long an answer, or a failure, is reused (default 15s).
+	CacheFor time.Duration
+	// Logger reports failed counts; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults of DurabilityOptions.
+const (
+	DefaultDurabilityTimeout  = 5 * time.Second
+	DefaultDurabilityCacheFor = 15 * time.Second
+)
+
+// Durability is a prometheus.Collector exposing the durability report
+// (GET /api/cluster/durability) as gauges, computed at scrape time and
+// cached for CacheFor so that frequent or concurrent scrapes cost one
+// count. While a count fails the gauges are absent (a stale number would
+// look current) and dfs_durability_errors_total goes up.
+type Durability struct {
+	sample                            DurabilityFunc
+	opt                               DurabilityOptions
+	files, atRisk, headroom, nodeLeft *prometheus.Desc
+	errors                            prometheus.Counter
+	now                               func() time.Time // replaced by tests
+
+	mu       sync.Mutex // held across a count, so concurrent scrapes share one
+	at       time.Time
+	last     meta.Durability
+	lastHead int
+	lastErr  error
+}
+
+var _ prometheus.Collector = (*Durability)(nil)
+
+// NewDurability returns a collector over sample.
+func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
+	if o.ReplicationFactor <= 0 {
+		o.ReplicationFactor = 3
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultDurabilityTimeout
+	}
+	if o.CacheFor <= 0 {
+		o.CacheFor = DefaultDurabilityCacheFor
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Durability{
+		sample: sample,
+		opt:    o,
+		files: prometheus.NewDesc("dfs_durability_files",
+			"Readable files by healthy copies (ACTIVE copies on HEALTHY nodes); the top bucket is the replication factor and more.",
+			[]string{"copies"}, nil),
+		atRisk: prometheus.NewDesc("dfs_durability_bytes_at_risk",
+			"Bytes of readable files with fewer healthy copies than their replication factor.", nil, nil),
+		headroom: prometheus.NewDesc("dfs_durability_failure_headroom",
+			"Arbitrary node failures survivable now without any file losing its last healthy copy.", nil, nil),
+		nodeLeft: prometheus.NewDesc("dfs_durability_node_files_left",
+			"Files that would be left with this many healthy copies (1 or 0) if this node failed now.",
+			[]string{"node", "copies"}, nil),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dfs_durability_errors_total",
+			Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
+		}),
+		now: time.Now,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Durability) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.files
+	ch <- c.atRisk
+	ch <- c.headroom
+	ch <- c.nodeLeft
+	c.errors.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (c *Durability) Collect(ch chan<- prometheus.Metric) {
+	d, headroom, err := c.current()
+	if err == nil {
+		rf := c.opt.ReplicationFactor
+		buckets := make([]int, rf+1)
+		for copies, files := range d.FilesByCopies {
+			buckets[min(copies, rf)] += files
+		}
+		for copies, files := range buckets {
+			label := strconv.Itoa(copies)
+			if copies == rf {
+				label += "+"
+			}
+			ch <- prometheus.MustNewConstMetric(c.files, prometheus.GaugeValue, float64(files), label)
+		}
+		ch <- prometheus.MustNewConstMetric(c.atRisk, prometheus.GaugeValue, float64(d.BytesAtRisk))
+		ch <- prometheus.MustNewConstMetric(c.headroom, prometheus.GaugeValue, float64(headroom))
+		for _, n := range d.Nodes {
+			ch <- prometheus.MustNewConstMetric(c.nodeLeft, prometheus.GaugeValue, float64(n.FilesLeftWithOneCopy), n.NodeID, "1")
+			ch <- prometheus.MustNewConstMetric(c.nodeLeft, prometheus.GaugeValue, float64(n.FilesLeftWithNoCopy), n.NodeID, "0")
+		}
+	}
+	c.errors.Collect(ch)
+}
+
+// current returns the cached answer while it is fresh, and counts anew
+// otherwise.
+func (c *Durability) current() (meta.Durability, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if !c.at.IsZero() && now.Sub(c.at) < c.opt.CacheFor {
+		return c.last, c.lastHead, c.lastErr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.opt.Timeout)
+	defer cancel()
+	c.last, c.lastHead, c.lastErr = c.sample(ctx)
+	c.at = now
+	if c.lastErr != nil {
+		c.errors.Inc()
+		c.opt.Logger.Warn("counting durability for metrics failed", "err", c.lastErr)
+	}
+	return c.last, c.lastHead, c.lastErr
+}
