@@ -36,6 +36,12 @@ func startCluster(t *testing.T) string {
 		DataDir: t.TempDir(),
 		Nodes:   3,
 		Logger:  slog.New(slog.DiscardHandler),
+		// These tests are about the CLI, not durability. In batch mode a
+		// node's delete waits for a sync of the whole file system, which
+		// other packages' tests fill with dirty data (a 1 GiB upload runs
+		// beside this one in CI) until it outlasts the coordinator's 5 s
+		// node-call timeout; per-file syncs do not wait for them.
+		NodeEnv: []string{"STORAGE_SYNC_MODE=file"},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Stop()) })
