@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,17 +44,16 @@ const (
 // count. While a count fails the gauges are absent (a stale number would
 // look current) and dfs_durability_errors_total goes up.
 type Durability struct {
-	sample                            DurabilityFunc
-	opt                               DurabilityOptions
+	rf                                int
 	files, atRisk, headroom, nodeLeft *prometheus.Desc
 	errors                            prometheus.Counter
-	now                               func() time.Time // replaced by tests
+	report                            scrapeCache[durabilitySample]
+}
 
-	mu       sync.Mutex // held across a count, so concurrent scrapes share one
-	at       time.Time
-	last     meta.Durability
-	lastHead int
-	lastErr  error
+// durabilitySample is one answer of a DurabilityFunc.
+type durabilitySample struct {
+	d        meta.Durability
+	headroom int
 }
 
 var _ prometheus.Collector = (*Durability)(nil)
@@ -74,9 +72,12 @@ func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	errors := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dfs_durability_errors_total",
+		Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
+	})
 	return &Durability{
-		sample: sample,
-		opt:    o,
+		rf: o.ReplicationFactor,
 		files: prometheus.NewDesc("dfs_durability_files",
 			"Readable files by healthy copies (ACTIVE copies on HEALTHY nodes); the top bucket is the replication factor and more.",
 			[]string{"copies"}, nil),
@@ -87,11 +88,15 @@ func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
 		nodeLeft: prometheus.NewDesc("dfs_durability_node_files_left",
 			"Files that would be left with this many healthy copies (1 or 0) if this node failed now.",
 			[]string{"node", "copies"}, nil),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dfs_durability_errors_total",
-			Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
-		}),
-		now: time.Now,
+		errors: errors,
+		report: scrapeCache[durabilitySample]{
+			sample: func(ctx context.Context) (durabilitySample, error) {
+				d, headroom, err := sample(ctx)
+				return durabilitySample{d: d, headroom: headroom}, err
+			},
+			timeout: o.Timeout, cacheFor: o.CacheFor,
+			errors: errors, log: o.Logger, what: "durability", now: time.Now,
+		},
 	}
 }
 
@@ -106,9 +111,9 @@ func (c *Durability) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Durability) Collect(ch chan<- prometheus.Metric) {
-	d, headroom, err := c.current()
+	r, err := c.report.get()
 	if err == nil {
-		rf := c.opt.ReplicationFactor
+		d, headroom, rf := r.d, r.headroom, c.rf
 		buckets := make([]int, rf+1)
 		for copies, files := range d.FilesByCopies {
 			buckets[min(copies, rf)] += files
@@ -128,24 +133,4 @@ func (c *Durability) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.errors.Collect(ch)
-}
-
-// current returns the cached answer while it is fresh, and counts anew
-// otherwise.
-func (c *Durability) current() (meta.Durability, int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if !c.at.IsZero() && now.Sub(c.at) < c.opt.CacheFor {
-		return c.last, c.lastHead, c.lastErr
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.opt.Timeout)
-	defer cancel()
-	c.last, c.lastHead, c.lastErr = c.sample(ctx)
-	c.at = now
-	if c.lastErr != nil {
-		c.errors.Inc()
-		c.opt.Logger.Warn("counting durability for metrics failed", "err", c.lastErr)
-	}
-	return c.last, c.lastHead, c.lastErr
 }

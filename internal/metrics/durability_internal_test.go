@@ -32,7 +32,7 @@ func newDurability(t *testing.T, f DurabilityFunc, o DurabilityOptions) (*Durabi
 	t.Helper()
 	c := NewDurability(f, o)
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c.now = clock.now
+	c.report.now = clock.now
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(c))
 	return c, reg, clock

@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,16 +47,9 @@ var fileStatuses = []meta.FileStatus{
 // time. When a count fails the scrape carries no dfs_files samples (a stale
 // number would look current) and dfs_files_count_errors_total goes up.
 type FilesByStatus struct {
-	count  CountFunc
-	opt    FilesByStatusOptions
 	desc   *prometheus.Desc
 	errors prometheus.Counter
-	now    func() time.Time // replaced by tests
-
-	mu      sync.Mutex // held across a count, so concurrent scrapes share one query
-	at      time.Time  // when the cached answer was taken; zero before the first
-	counts  map[meta.FileStatus]int
-	lastErr error
+	counts scrapeCache[map[meta.FileStatus]int]
 }
 
 var _ prometheus.Collector = (*FilesByStatus)(nil)
@@ -74,17 +66,19 @@ func NewFilesByStatus(count CountFunc, o FilesByStatusOptions) *FilesByStatus {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	errors := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dfs_files_count_errors_total",
+		Help: "Failed or timed-out counts of files by status; while failing, dfs_files is absent from scrapes.",
+	})
 	return &FilesByStatus{
-		count: count,
-		opt:   o,
 		desc: prometheus.NewDesc("dfs_files",
 			"Files in the metadata store by status, counted at scrape time (cached briefly).",
 			[]string{"status"}, nil),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dfs_files_count_errors_total",
-			Help: "Failed or timed-out counts of files by status; while failing, dfs_files is absent from scrapes.",
-		}),
-		now: time.Now,
+		errors: errors,
+		counts: scrapeCache[map[meta.FileStatus]int]{
+			sample: count, timeout: o.Timeout, cacheFor: o.CacheFor,
+			errors: errors, log: o.Logger, what: "files by status", now: time.Now,
+		},
 	}
 }
 
@@ -96,31 +90,11 @@ func (f *FilesByStatus) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (f *FilesByStatus) Collect(ch chan<- prometheus.Metric) {
-	counts, err := f.current()
+	counts, err := f.counts.get()
 	if err == nil {
 		for _, s := range fileStatuses {
 			ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
 		}
 	}
 	f.errors.Collect(ch)
-}
-
-// current returns the cached answer while it is fresh, and counts anew
-// otherwise.
-func (f *FilesByStatus) current() (map[meta.FileStatus]int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.now()
-	if !f.at.IsZero() && now.Sub(f.at) < f.opt.CacheFor {
-		return f.counts, f.lastErr
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.opt.Timeout)
-	defer cancel()
-	f.counts, f.lastErr = f.count(ctx)
-	f.at = now
-	if f.lastErr != nil {
-		f.errors.Inc()
-		f.opt.Logger.Warn("counting files by status for metrics failed", "err", f.lastErr)
-	}
-	return f.counts, f.lastErr
 }

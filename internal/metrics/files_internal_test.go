@@ -37,7 +37,7 @@ func newFilesByStatus(t *testing.T, count CountFunc, o FilesByStatusOptions) (*F
 	t.Helper()
 	f := NewFilesByStatus(count, o)
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	f.now = clock.now
+	f.counts.now = clock.now
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(f))
 	return f, reg, clock
