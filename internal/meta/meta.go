@@ -148,6 +148,9 @@ type Replica struct {
 type FileRecord struct {
 	File
 	Replicas []Replica // ordered by node ID
+	// Chunks are a manifest's chunks in order, when the file service has
+	// loaded them (Store.ChunksOf); the store's own reads leave it nil.
+	Chunks []FileRecord
 }
 
 // FileQuery selects a page of files, newest first (created_at DESC, id DESC).

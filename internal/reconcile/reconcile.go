@@ -205,11 +205,13 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 	if err != nil {
 		return Outcome{FileID: id}, err
 	}
-	switch rec.Status {
-	case meta.FilePending:
-		return Outcome{FileID: id, Status: rec.Status, Skipped: true}, nil
-	case meta.FileDeleted:
+	switch {
+	case rec.Status == meta.FileDeleted:
 		return r.finishDelete(ctx, rec, extra)
+	case rec.Status == meta.FilePending, rec.Manifest():
+		// A manifest has no blob to place: its chunks are blobs of their
+		// own, each reconciled by its id. Only its delete is finished here.
+		return Outcome{FileID: id, Status: rec.Status, Skipped: true}, nil
 	}
 
 	p := r.plan(ctx, rec, extra)
