@@ -251,6 +251,9 @@ func (s *Service) complete(ctx context.Context, sessionID string, parts []int, w
 		ID: id, Name: u.FileName, ContentType: u.ContentType, SizeBytes: size, Checksum: sum,
 		Status: status, StatusReason: reason, ReplicationFactor: s.opt.ReplicationFactor,
 		RingPosition: ring.Position(id), IdempotencyKey: idemKey, ChunkCount: len(chunks),
+		// A chunked file has no copies of its own; its primary is named for
+		// the upload result: the primary of its first chunk.
+		PrimaryNodeID: chunks[0].PrimaryNodeID,
 	}}
 	dropped, err := s.opt.Store.CompleteSession(ctx, sessionID, &rec, partIDs)
 	if err != nil {
