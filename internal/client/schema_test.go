@@ -49,6 +49,11 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"HealthCheckResult": HealthCheckResult{},
 		"DurabilityReport":  DurabilityReport{},
 		"NodeRisk":          NodeRisk{},
+		"Chunk":             Chunk{},
+		"ChunkVerify":       ChunkVerify{},
+		"UploadSession":     UploadSession{},
+		"UploadPart":        UploadPart{},
+		"UploadDetail":      UploadDetail{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {
