@@ -308,6 +308,7 @@ type RebalanceReport struct {
 	Node               string   `json:"node,omitempty"`
 	FilesScanned       int      `json:"filesScanned"`
 	FilesAffected      int      `json:"filesAffected"`
+	ChunksMoved        int      `json:"chunksMoved"`
 	CopiesCreated      int      `json:"copiesCreated"`
 	CopiesRemoved      int      `json:"copiesRemoved"`
 	PrimariesPromoted  int      `json:"primariesPromoted"`

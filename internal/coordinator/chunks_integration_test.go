@@ -46,7 +46,7 @@ func (h *harness) put(path string, body []byte) response {
 }
 
 func TestChunkSizeSplitsLargeUploadsIntoChunksOnTheRing(t *testing.T) {
-	h := newHarness(t, "sqlite", 4, map[string]string{"CHUNK_SIZE": "1MiB"})
+	h := newHarness(t, "sqlite", 4, map[string]string{"CHUNK_SIZE": "1MiB", "REBALANCE_ON_MEMBERSHIP_CHANGE": "false"})
 	data := payload(5<<19+123, 7) // 2.5 MiB and a bit
 	res := h.upload("big.bin", data)
 	require.Equal(t, "ACTIVE", res.Status)
@@ -74,8 +74,22 @@ func TestChunkSizeSplitsLargeUploadsIntoChunksOnTheRing(t *testing.T) {
 	// A join moves chunks exactly as the ring predicts for their keys.
 	h.addNode("node-5")
 	h.admit()
-	h.settle()
+	resp := h.post("/api/admin/rebalance", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+	var rep struct {
+		FilesAffected int `json:"filesAffected"`
+		ChunksMoved   int `json:"chunksMoved"`
+	}
+	resp.json(t, &rep)
 	rg = h.app.members.Ring()
+	moved := 0
+	for _, c := range m.Chunks {
+		if slices.Contains(rg.Preference(c.ChunkID, 3), "node-5") {
+			moved++
+		}
+	}
+	require.Equal(t, moved, rep.ChunksMoved, "the report counts the chunks the ring moved to the newcomer: %s", resp.body)
+	require.Equal(t, rep.FilesAffected, rep.ChunksMoved, "only chunks were stored")
 	require.Contains(t, rg.Nodes(), "node-5")
 	m = h.chunkedMetadata(res.FileID)
 	for i, c := range m.Chunks {

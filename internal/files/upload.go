@@ -153,7 +153,12 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 	if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
 		return nil, err
 	}
-	s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan, "chunk_of", rec.Chunk.ParentID)
+	if rec.IsChunk() {
+		// A large upload's chunks are many; its part and session log the summary.
+		s.log.Debug("chunk upload started", "chunk", id, "parent", rec.Chunk.ParentID, "index", rec.Chunk.Index, "bytes", sp.size, "plan", plan)
+	} else {
+		s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
+	}
 
 	stopTouch := s.keepAlive(ctx, id)
 	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp}

@@ -127,6 +127,9 @@ type Outcome struct {
 	// unavailable for a moment. The work is still to be done.
 	Busy             bool
 	RemainingHolders []string
+	// Chunk says the blob is a chunk of a larger file (rebalance reports
+	// count them); the reconciler treats it as any blob.
+	Chunk bool
 }
 
 // maxAttempts bounds the re-read-and-re-apply loop when another writer
@@ -205,6 +208,14 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 	if err != nil {
 		return Outcome{FileID: id}, err
 	}
+	out, err := r.apply(ctx, rec, extra)
+	out.Chunk = rec.IsChunk()
+	return out, err
+}
+
+// apply is once's work on the record it read.
+func (r *Reconciler) apply(ctx context.Context, rec meta.FileRecord, extra []string) (Outcome, error) {
+	id := rec.ID
 	switch {
 	case rec.Status == meta.FileDeleted:
 		return r.finishDelete(ctx, rec, extra)
