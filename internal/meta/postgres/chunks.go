@@ -21,39 +21,13 @@ func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecor
 		return out, nil
 	}
 	err := s.run(ctx, "list chunks of "+parentID, func(ctx context.Context, c *pgxpool.Conn) error {
-		out = out[:0]
-		rows, err := c.Query(ctx, `SELECT `+fileColumns+`,
+		var err error
+		out, err = queryRecords(ctx, c, `SELECT `+fileColumns+`,
 				r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
 			FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
 			WHERE f.parent_id = $1
 			ORDER BY f.chunk_part, f.chunk_index, f.id, r.node_id`, parentID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f meta.File
-			var status string
-			var rID, rVersion *int64
-			var rNode, rStatus *string
-			var rCreated, rUpdated *time.Time
-			if err := rows.Scan(append(fileDest(&f, &status), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-				return err
-			}
-			finishFile(&f, status)
-			if n := len(out); n == 0 || out[n-1].ID != f.ID {
-				out = append(out, meta.FileRecord{File: f})
-			}
-			if rID == nil {
-				continue
-			}
-			rec := &out[len(out)-1]
-			rec.Replicas = append(rec.Replicas, meta.Replica{
-				ID: *rID, FileID: f.ID, NodeID: *rNode, Status: meta.ReplicaStatus(*rStatus),
-				CreatedAt: rules.Time(*rCreated), UpdatedAt: rules.Time(*rUpdated), Version: *rVersion,
-			})
-		}
-		return rows.Err()
+		return err
 	})
 	return out, err
 }

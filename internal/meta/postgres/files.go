@@ -459,41 +459,49 @@ func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta
 	}
 	out := []meta.FileRecord{}
 	err := s.run(ctx, "list files after "+after, func(ctx context.Context, c *pgxpool.Conn) error {
-		out = out[:0]
-		rows, err := c.Query(ctx, `SELECT `+fileColumns+`,
+		var err error
+		out, err = queryRecords(ctx, c, `SELECT `+fileColumns+`,
 				r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
 			FROM (SELECT * FROM files WHERE `+where+` ORDER BY id LIMIT $1) f
 			LEFT JOIN file_replicas r ON r.file_id = f.id
 			ORDER BY f.id, r.node_id`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f meta.File
-			var status string
-			var rID, rVersion *int64
-			var rNode, rStatus *string
-			var rCreated, rUpdated *time.Time
-			if err := rows.Scan(append(fileDest(&f, &status), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-				return err
-			}
-			finishFile(&f, status)
-			if n := len(out); n == 0 || out[n-1].ID != f.ID {
-				out = append(out, meta.FileRecord{File: f})
-			}
-			if rID == nil {
-				continue
-			}
-			rec := &out[len(out)-1]
-			rec.Replicas = append(rec.Replicas, meta.Replica{
-				ID: *rID, FileID: f.ID, NodeID: *rNode, Status: meta.ReplicaStatus(*rStatus),
-				CreatedAt: rules.Time(*rCreated), UpdatedAt: rules.Time(*rUpdated), Version: *rVersion,
-			})
-		}
-		return rows.Err()
+		return err
 	})
 	return out, err
+}
+
+// queryRecords runs a query of fileColumns and one replica's columns per
+// row, ordered by file, and gathers each file's replicas.
+func queryRecords(ctx context.Context, c *pgxpool.Conn, query string, args ...any) ([]meta.FileRecord, error) {
+	rows, err := c.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []meta.FileRecord{}
+	for rows.Next() {
+		var f meta.File
+		var status string
+		var rID, rVersion *int64
+		var rNode, rStatus *string
+		var rCreated, rUpdated *time.Time
+		if err := rows.Scan(append(fileDest(&f, &status), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+			return nil, err
+		}
+		finishFile(&f, status)
+		if n := len(out); n == 0 || out[n-1].ID != f.ID {
+			out = append(out, meta.FileRecord{File: f})
+		}
+		if rID == nil {
+			continue
+		}
+		rec := &out[len(out)-1]
+		rec.Replicas = append(rec.Replicas, meta.Replica{
+			ID: *rID, FileID: f.ID, NodeID: *rNode, Status: meta.ReplicaStatus(*rStatus),
+			CreatedAt: rules.Time(*rCreated), UpdatedAt: rules.Time(*rUpdated), Version: *rVersion,
+		})
+	}
+	return out, rows.Err()
 }
 
 // GetState returns the value stored under key.

@@ -21,34 +21,11 @@ const sqlChunksOf = `SELECT ` + fileColumns + `,
 
 // ChunksOf returns the chunks of parentID by part and index.
 func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecord, error) {
-	out := []meta.FileRecord{}
+	var out []meta.FileRecord
 	err := s.readTx(ctx, "list chunks of "+parentID, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlChunksOf, parentID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var fr fileRow
-			var rID, rCreated, rUpdated, rVersion sql.NullInt64
-			var rNode, rStatus sql.NullString
-			if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-				return err
-			}
-			f := fr.file()
-			if n := len(out); n == 0 || out[n-1].ID != f.ID {
-				out = append(out, meta.FileRecord{File: f})
-			}
-			if !rID.Valid {
-				continue
-			}
-			rec := &out[len(out)-1]
-			rec.Replicas = append(rec.Replicas, meta.Replica{
-				ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
-				CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
-			})
-		}
-		return rows.Err()
+		var err error
+		out, err = queryRecords(ctx, tx, sqlChunksOf, parentID)
+		return err
 	})
 	if err != nil {
 		return nil, fail(ctx, err, "list chunks of "+parentID)

@@ -562,37 +562,46 @@ func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta
 	}
 	out := []meta.FileRecord{}
 	err := s.readTx(ctx, "list files after "+after, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlFilesAfter, after, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var fr fileRow
-			var rID, rCreated, rUpdated, rVersion sql.NullInt64
-			var rNode, rStatus sql.NullString
-			if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-				return err
-			}
-			f := fr.file()
-			if n := len(out); n == 0 || out[n-1].ID != f.ID {
-				out = append(out, meta.FileRecord{File: f})
-			}
-			if !rID.Valid {
-				continue
-			}
-			rec := &out[len(out)-1]
-			rec.Replicas = append(rec.Replicas, meta.Replica{
-				ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
-				CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
-			})
-		}
-		return rows.Err()
+		var err error
+		out, err = queryRecords(ctx, tx, sqlFilesAfter, after, limit)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// queryRecords runs a query of fileColumns and one replica's columns per
+// row, ordered by file, and gathers each file's replicas.
+func queryRecords(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]meta.FileRecord, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []meta.FileRecord{}
+	for rows.Next() {
+		var fr fileRow
+		var rID, rCreated, rUpdated, rVersion sql.NullInt64
+		var rNode, rStatus sql.NullString
+		if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+			return nil, err
+		}
+		f := fr.file()
+		if n := len(out); n == 0 || out[n-1].ID != f.ID {
+			out = append(out, meta.FileRecord{File: f})
+		}
+		if !rID.Valid {
+			continue
+		}
+		rec := &out[len(out)-1]
+		rec.Replicas = append(rec.Replicas, meta.Replica{
+			ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
+			CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
+		})
+	}
+	return out, rows.Err()
 }
 
 // GetState returns the value stored under key.
