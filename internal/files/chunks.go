@@ -18,20 +18,34 @@ import (
 )
 
 // chunkBuffers lends the buffers chunks are received into and read back
-// from, each ChunkSize bytes, so a stream of any length reuses a few.
+// from, each ChunkSize bytes (allocChunk: outside the Go heap where it can).
+// It keeps up to keep idle buffers for reuse and frees the others. Every
+// buffer taken must be given back, and nothing may read it after.
 type chunkBuffers struct {
 	size int64
-	pool sync.Pool
+	free chan *[]byte
 }
 
-func newChunkBuffers(size int64) *chunkBuffers {
-	c := &chunkBuffers{size: size}
-	c.pool.New = func() any { b := make([]byte, size); return &b }
-	return c
+func newChunkBuffers(size int64, keep int) *chunkBuffers {
+	return &chunkBuffers{size: size, free: make(chan *[]byte, keep)}
 }
 
-func (c *chunkBuffers) get() *[]byte  { return c.pool.Get().(*[]byte) }
-func (c *chunkBuffers) put(b *[]byte) { c.pool.Put(b) }
+func (c *chunkBuffers) get() *[]byte {
+	select {
+	case b := <-c.free:
+		return b
+	default:
+		return allocChunk(c.size)
+	}
+}
+
+func (c *chunkBuffers) put(b *[]byte) {
+	select {
+	case c.free <- b:
+	default: // enough are kept
+		freeChunk(b)
+	}
+}
 
 // chunked is what writeChunks stored: the stream's size and checksums.
 type chunked struct {
@@ -67,7 +81,9 @@ func (cw *chunkWriter) failed() error {
 func (cw *chunkWriter) store(ctx context.Context, buf *[]byte, n int, index int, offset int64) {
 	cw.slots <- struct{}{}
 	cw.wg.Go(func() {
-		defer func() { <-cw.slots; cw.s.chunkBufs.put(buf) }()
+		// The buffer goes back before the slot does: the reader, let go by
+		// the slot, takes that buffer instead of making another.
+		defer func() { cw.s.chunkBufs.put(buf); <-cw.slots }()
 		data := (*buf)[:n]
 		sum := sha256.Sum256(data)
 		rec := meta.FileRecord{File: meta.File{

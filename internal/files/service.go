@@ -187,8 +187,10 @@ func New(o Options) (*Service, error) {
 	}
 	return &Service{
 		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
-		mem:       newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
-		chunkBufs: newChunkBuffers(o.ChunkSize),
+		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
+		// One stream's worth is kept: the chunks in flight and the one
+		// being received.
+		chunkBufs: newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1),
 		repairs:   taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
 }
