@@ -84,24 +84,13 @@ func (m *memorySpool) give(b *[]byte) {
 	m.used.Add(-m.max)
 }
 
-// spool reads the body once while hashing it, never holding more than the
-// memory spool's per-upload maximum in memory: a body that fits (and finds
-// room in the budget) stays in memory, a larger one continues into a
-// temporary file. A body larger than MaxFileSize is cut off at the limit and
-// refused.
-func (s *Service) spool(body io.Reader) (*spooled, error) {
-	sp, over, err := s.spoolAtMost(body, s.opt.MaxFileSize)
-	if over {
-		sp.remove()
-		return nil, tooLarge(s.opt.MaxFileSize)
-	}
-	return sp, err
-}
-
-// spoolAtMost is spool for a body of at most max bytes: a longer one is
-// spooled up to max+1 bytes, and over reports it (the checksum is then of
-// those bytes only), so that the caller can go on with the rest of the body
-// after sp's bytes.
+// spoolAtMost reads the body once while hashing it, up to max bytes, never
+// holding more than the memory spool's per-upload maximum in memory: a body
+// that fits (and finds room in the budget) stays in memory, a larger one
+// continues into a temporary file. A body longer than max is spooled up to
+// max+1 bytes and over reports it (the checksum is then of those bytes
+// only): the caller refuses it, or goes on with the rest of the body after
+// sp's bytes.
 func (s *Service) spoolAtMost(body io.Reader, max int64) (sp *spooled, over bool, err error) {
 	body = io.LimitReader(body, max+1)
 	h := sha256.New()
