@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -24,6 +25,7 @@ import (
 type chunkBuffers struct {
 	size int64
 	free chan *[]byte
+	made atomic.Int64 // buffers allocated so far
 }
 
 func newChunkBuffers(size int64, keep int) *chunkBuffers {
@@ -35,6 +37,7 @@ func (c *chunkBuffers) get() *[]byte {
 	case b := <-c.free:
 		return b
 	default:
+		c.made.Add(1)
 		return allocChunk(c.size)
 	}
 }

@@ -348,3 +348,19 @@ func TestAbortAndExpiryRemoveASessionsChunks(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Eventually(t, empty, 10*time.Second, 10*time.Millisecond)
 }
+
+func TestAStreamOfAnyLengthReusesTheSameFewBuffers(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true // more writes than the started channel holds
+	s, _ := chunkedService(t, nodes, ids, nil) // CHUNK_UPLOAD_CONCURRENCY 2
+	for _, chunks := range []int{8, 64} {
+		data := randomBytes(t, chunks*testChunk)
+		res, err := s.Upload(context.Background(), UploadRequest{FileName: "f", Body: bytes.NewReader(data)})
+		require.NoError(t, err)
+		require.Equal(t, data, download(t, s, res.FileID, byterange.Request{}))
+	}
+	// Two chunks in flight and one being received, then two for a
+	// download's read-ahead: the same three buffers, however long the file.
+	require.LessOrEqual(t, s.chunkBufs.made.Load(), int64(3), "memory stays flat: no buffer per chunk")
+}
