@@ -352,7 +352,7 @@ func TestAbortAndExpiryRemoveASessionsChunks(t *testing.T) {
 func TestAStreamOfAnyLengthReusesTheSameFewBuffers(t *testing.T) {
 	ids := []string{"A", "B", "C"}
 	nodes := newGateNodes(ids...)
-	nodes.quiet = true // more writes than the started channel holds
+	nodes.quiet = true                         // more writes than the started channel holds
 	s, _ := chunkedService(t, nodes, ids, nil) // CHUNK_UPLOAD_CONCURRENCY 2
 	for _, chunks := range []int{8, 64} {
 		data := randomBytes(t, chunks*testChunk)
