@@ -67,3 +67,17 @@ func kernelVersion(release string) (major, minor int, ok bool) {
 	}
 	return major, minor, true
 }
+
+// fdatasync flushes a file's data, and the metadata needed to read it back
+// (its length), to stable storage.
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fdatasync(int(fd)) }); err != nil {
+		return err
+	}
+	return os.NewSyscallError("fdatasync", serr)
+}
