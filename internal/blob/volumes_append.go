@@ -236,7 +236,7 @@ func (v *Volumes) writeGroup(vol *volume, group []*appendReq) {
 		}
 	}
 	began := time.Now()
-	_, err := vol.f.WriteAt(buf, start)
+	_, err := writeVolume(vol.f, buf, start)
 	if err == nil && v.crash(crashAppended) {
 		answer(group, errSimulatedCrash)
 		return
@@ -275,6 +275,10 @@ func (v *Volumes) writeGroup(vol *volume, group []*appendReq) {
 		}()
 	}
 }
+
+// writeVolume writes a group at off. A variable so that tests can fill the
+// disk.
+var writeVolume = func(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
 
 // syncVolume makes a volume's appended records durable. A variable so that
 // tests can fail it.
