@@ -215,9 +215,13 @@ func (v *Volumes) Recovery() VolumeRecovery { return v.recovery }
 // share their volume's fdatasyncs.
 func (v *Volumes) SyncMode() SyncMode { return v.disk.mode }
 
-// SyncStats counts the volumes' group commits: one sync per group, one wait
-// per record.
-func (v *Volumes) SyncStats() SyncStats { return v.stats.snapshot() }
+// SyncStats counts the shared syncs of the large blobs in batch mode, as
+// Disk.SyncStats does.
+func (v *Volumes) SyncStats() SyncStats { return v.disk.SyncStats() }
+
+// GroupCommits counts the volumes' group commits: Syncs is the number of
+// groups (one fdatasync each), Waits the records they committed.
+func (v *Volumes) GroupCommits() SyncStats { return v.stats.snapshot() }
 
 // Usage implements UsageReporter.
 func (v *Volumes) Usage(ctx context.Context) (Usage, error) { return v.disk.Usage(ctx) }

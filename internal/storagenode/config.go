@@ -55,6 +55,19 @@ type Config struct {
 	// syncs; larger copies fsync their own files (STORAGE_SYNC_BATCH_MAX,
 	// default 1MiB).
 	SyncBatchMax int64
+	// Layout is how the data directory keeps blobs (STORAGE_LAYOUT): files,
+	// one file and a checksum sidecar per blob, or volumes, small blobs
+	// appended to volume files with group commit. Default files. A
+	// directory keeps the layout it was created with: another one over it
+	// stops the node at start.
+	Layout blob.Layout
+	// VolumeSize is, in the volumes layout, the length at which a volume is
+	// sealed and a new one started (STORAGE_VOLUME_SIZE; default 1GiB).
+	VolumeSize int64
+	// InlineMax is, in the volumes layout, the largest blob appended to a
+	// volume; larger ones are kept as in the files layout
+	// (STORAGE_INLINE_MAX; default 1MiB).
+	InlineMax int64
 	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
@@ -74,6 +87,9 @@ const (
 	DefaultAdvertisedHost       = "localhost"
 	DefaultRegistrationInterval = 15 * time.Second
 	DefaultShutdownTimeout      = 10 * time.Second
+	// minVolumeFactor is how many of the largest inline blobs a volume must
+	// hold at least, so that volumes are not rolled for every few writes.
+	minVolumeFactor = 4
 )
 
 var (
@@ -97,6 +113,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.SyncBatchMax = l.Size("STORAGE_SYNC_BATCH_MAX", blob.DefaultBatchSyncMax)
+	c.Layout = blob.Layout(l.OneOf("STORAGE_LAYOUT", string(blob.LayoutFiles), string(blob.LayoutFiles), string(blob.LayoutVolumes)))
+	c.VolumeSize = l.Size("STORAGE_VOLUME_SIZE", blob.DefaultVolumeSize)
+	c.InlineMax = l.Size("STORAGE_INLINE_MAX", blob.DefaultInlineMax)
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
@@ -155,6 +174,17 @@ func (c Config) Validate() error {
 	}
 	if c.SyncBatchMax <= 0 {
 		bad("STORAGE_SYNC_BATCH_MAX", fmt.Sprint(c.SyncBatchMax), "must be positive (STORAGE_SYNC_MODE=file fsyncs every copy alone)")
+	}
+	switch c.Layout {
+	case blob.LayoutFiles, blob.LayoutVolumes:
+	default:
+		bad("STORAGE_LAYOUT", string(c.Layout), "must be files or volumes")
+	}
+	if c.InlineMax <= 0 {
+		bad("STORAGE_INLINE_MAX", fmt.Sprint(c.InlineMax), "must be positive")
+	}
+	if c.VolumeSize < minVolumeFactor*c.InlineMax {
+		bad("STORAGE_VOLUME_SIZE", fmt.Sprint(c.VolumeSize), fmt.Sprintf("must be at least %d times STORAGE_INLINE_MAX (%d)", minVolumeFactor, c.InlineMax))
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))

@@ -49,6 +49,12 @@ type syncReporter interface {
 	SyncStats() blob.SyncStats
 }
 
+// groupCommitReporter is a store that appends records in groups, one sync
+// per group (blob.Volumes).
+type groupCommitReporter interface {
+	GroupCommits() blob.SyncStats
+}
+
 func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReporter) (*metrics, error) {
 	m := &metrics{
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -93,7 +99,23 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 	if sr, ok := store.(syncReporter); ok {
 		syncMode, syncStats = string(sr.SyncMode()), sr.SyncStats
 	}
+	groups := func() blob.SyncStats { return blob.SyncStats{} }
+	if gr, ok := store.(groupCommitReporter); ok {
+		groups = gr.GroupCommits
+	}
 	collectors := []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_group_commits_total",
+			Help: "Group commits of the volumes layout: one write and one fdatasync each, shared by every record waiting for the appender.",
+		}, func() float64 { return float64(groups().Syncs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_group_records_total",
+			Help: "Records (blob writes and tombstones) committed by group commits; divided by dfs_node_volume_group_commits_total, the mean group size.",
+		}, func() float64 { return float64(groups().Waits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_group_commit_seconds_total",
+			Help: "Time spent writing and syncing group commits.",
+		}, func() float64 { return groups().Time.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "dfs_node_sync_batches_total",
 			Help: "Whole-file-system syncs run in batch sync mode, each shared by every write or delete waiting for one when it started.",
