@@ -13,7 +13,7 @@ import (
 // it.
 func CorruptVolumesBlob(t *testing.T, v *Volumes, id string) {
 	t.Helper()
-	e, vol, ok := v.entry(id)
+	e, file, ok := v.entryFile(id)
 	if !ok {
 		p := filepath.Join(v.root, id[0:2], id[2:4], id)
 		b, err := os.ReadFile(p)
@@ -25,9 +25,10 @@ func CorruptVolumesBlob(t *testing.T, v *Volumes, id string) {
 	require.Positive(t, e.size, "an empty blob has no byte to corrupt")
 	var b [1]byte
 	at := e.dataOff() + e.size/2
-	_, err := vol.f.ReadAt(b[:], at)
+	defer file.release()
+	_, err := file.f.ReadAt(b[:], at)
 	require.NoError(t, err)
 	b[0] ^= 0xff
-	_, err = vol.f.WriteAt(b[:], at)
+	_, err = file.f.WriteAt(b[:], at)
 	require.NoError(t, err)
 }

@@ -9,8 +9,8 @@ package blob
 
 import (
 	"context"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -126,7 +126,11 @@ func newIndex() *btree.BTreeG[volEntry] { return btree.NewG(32, entryLess) }
 type volume struct {
 	num, salt uint32
 	path      string
-	f         *os.File
+	// f is the open file; file counts the readers of it. Compaction
+	// replaces both (under Volumes.mu); the appender uses f of the active
+	// volume alone, which is never compacted.
+	f    *os.File
+	file *volFile
 	// size is the length covered by the last successful sync: everything
 	// below it is durable and indexed. Under Volumes.mu.
 	size int64
@@ -272,15 +276,43 @@ func (v *Volumes) Close() error {
 }
 
 func (v *Volumes) closeFiles() error {
-	var err error
 	for _, vol := range v.vols {
-		err = errors.Join(err, vol.f.Close())
+		vol.file.release()
 	}
-	return err
+	return nil
 }
 
-// volumeReader serves a blob from its volume; closing it leaves the volume
-// open.
-type volumeReader struct{ *io.SectionReader }
+// volFile is an open volume file shared by its volume and the readers in
+// flight: it is closed when the last of them lets go, so that a reader
+// never sees a compacted or closed store's file vanish under it.
+type volFile struct {
+	f    *os.File
+	refs atomic.Int64
+}
 
-func (volumeReader) Close() error { return nil }
+func newVolFile(f *os.File) *volFile {
+	vf := &volFile{f: f}
+	vf.refs.Store(1) // the volume's own
+	return vf
+}
+
+func (vf *volFile) acquire() *volFile { vf.refs.Add(1); return vf }
+
+func (vf *volFile) release() {
+	if vf.refs.Add(-1) == 0 {
+		_ = vf.f.Close() // read-only use by now: nothing to lose
+	}
+}
+
+// volumeReader serves a blob from its volume file, letting go of the file
+// when closed.
+type volumeReader struct {
+	*io.SectionReader
+	file *volFile
+	once sync.Once
+}
+
+func (r *volumeReader) Close() error {
+	r.once.Do(r.file.release)
+	return nil
+}

@@ -204,7 +204,7 @@ func (v *Volumes) createVolume(num uint32) (*volume, error) {
 		_ = os.Remove(path) // a volume that never held a record
 		return nil, fsError(err, "blob store: create volume %s", path)
 	}
-	return &volume{num: num, salt: sb.salt, path: path, f: f, size: superblockLen}, nil
+	return &volume{num: num, salt: sb.salt, path: path, f: f, file: newVolFile(f), size: superblockLen}, nil
 }
 
 // crash reports whether the store is to stop at step, and marks it stopped.

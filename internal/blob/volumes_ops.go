@@ -14,19 +14,27 @@ import (
 )
 
 // entry returns the index's record of id.
-func (v *Volumes) entry(id string) (volEntry, *volume, bool) {
+func (v *Volumes) entry(id string) (volEntry, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.index.Get(volEntry{id: id})
+}
+
+// entryFile returns the index's record of id and its volume's file, which
+// the caller releases.
+func (v *Volumes) entryFile(id string) (volEntry, *volFile, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	e, ok := v.index.Get(volEntry{id: id})
 	if !ok {
 		return volEntry{}, nil, false
 	}
-	return e, v.vols[e.vol], true
+	return e, v.vols[e.vol].file.acquire(), true
 }
 
-// hashEntry hashes the data of e as it is in its volume now.
-func (v *Volumes) hashEntry(ctx context.Context, e volEntry, vol *volume) (string, error) {
-	sum, _, err := hashReader(ctx, io.NewSectionReader(vol.f, e.dataOff(), e.size))
+// hashEntry hashes the data of e as it is in its volume file now.
+func (v *Volumes) hashEntry(ctx context.Context, e volEntry, file *volFile) (string, error) {
+	sum, _, err := hashReader(ctx, io.NewSectionReader(file.f, e.dataOff(), e.size))
 	if err != nil {
 		return "", fsError(err, "blob %s: read from volume %d", e.id, e.vol)
 	}
@@ -52,8 +60,9 @@ func (v *Volumes) Receive(ctx context.Context, id, checksum string, size int64, 
 	defer unlock()
 
 	inVolume, onDisk := false, false
-	if e, vol, ok := v.entry(id); ok {
-		actual, err := v.hashEntry(ctx, e, vol)
+	if e, file, ok := v.entryFile(id); ok {
+		actual, err := v.hashEntry(ctx, e, file)
+		file.release()
 		if err != nil {
 			return Info{}, false, err
 		}
@@ -180,7 +189,7 @@ func (v *Volumes) Stat(ctx context.Context, id string) (Info, error) {
 	if err := v.usable(id); err != nil {
 		return Info{}, err
 	}
-	if e, _, ok := v.entry(id); ok {
+	if e, ok := v.entry(id); ok {
 		return e.info(), nil
 	}
 	return v.disk.Stat(ctx, id)
@@ -202,8 +211,8 @@ func (v *Volumes) Fetch(ctx context.Context, id string) (io.ReadSeekCloser, Info
 	if err := v.usable(id); err != nil {
 		return nil, Info{}, err
 	}
-	if e, vol, ok := v.entry(id); ok {
-		return volumeReader{io.NewSectionReader(vol.f, e.dataOff(), e.size)}, e.info(), nil
+	if e, file, ok := v.entryFile(id); ok {
+		return &volumeReader{SectionReader: io.NewSectionReader(file.f, e.dataOff(), e.size), file: file}, e.info(), nil
 	}
 	return v.disk.Fetch(ctx, id)
 }
@@ -213,8 +222,9 @@ func (v *Volumes) Rehash(ctx context.Context, id string) (Check, error) {
 	if err := v.usable(id); err != nil {
 		return Check{}, err
 	}
-	if e, vol, ok := v.entry(id); ok {
-		actual, err := v.hashEntry(ctx, e, vol)
+	if e, file, ok := v.entryFile(id); ok {
+		actual, err := v.hashEntry(ctx, e, file)
+		file.release()
 		if err != nil {
 			return Check{}, err
 		}
@@ -234,7 +244,7 @@ func (v *Volumes) Remove(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
-	if _, _, ok := v.entry(id); ok {
+	if _, ok := v.entry(id); ok {
 		return v.tombstone(id)
 	}
 	return v.disk.Remove(ctx, id)

@@ -126,7 +126,7 @@ func (v *Volumes) openVolume(num uint32, last bool) error {
 		}
 		return errs.E(errs.Corrupt, "blob store: volume %s has no valid superblock (%v); move it aside to start without it", path, errors.Join(rerr, perr))
 	}
-	v.vols[num] = &volume{num: num, salt: sb.salt, path: path, f: f, size: superblockLen}
+	v.vols[num] = &volume{num: num, salt: sb.salt, path: path, f: f, file: newVolFile(f), size: superblockLen}
 	return nil
 }
 

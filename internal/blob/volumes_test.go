@@ -61,7 +61,9 @@ func requireGone(t *testing.T, v *Volumes, id string) {
 	require.Equal(t, errs.NotFound, errs.KindOf(err), "%s: %v", id, err)
 }
 
-func volumeFile(dir string, num uint32) string { return filepath.Join(dir, volumesDirName, volumeName(num)) }
+func volumeFile(dir string, num uint32) string {
+	return filepath.Join(dir, volumesDirName, volumeName(num))
+}
 
 func TestLayoutIsRecordedAndEnforced(t *testing.T) {
 	files, vols := t.TempDir(), t.TempDir()
@@ -261,7 +263,7 @@ func TestVolumesCorruptMiddleRecordIsSetAside(t *testing.T) {
 			for i := range 5 {
 				putV(t, v, vid(i), payload(i))
 			}
-			e, _, ok := v.entry(vid(2))
+			e, ok := v.entry(vid(2))
 			require.True(t, ok)
 			require.NoError(t, v.Close())
 			require.NoError(t, os.Remove(filepath.Join(dir, volumesDirName, checkpointName)))
