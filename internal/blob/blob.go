@@ -112,6 +112,10 @@ type Options struct {
 	// volume; larger ones are kept as in the files layout (<= 0 means
 	// DefaultInlineMax).
 	InlineMax int64
+	// CompactThreshold is, in the volumes layout, the share of a sealed
+	// volume that garbage must pass for it to be compacted, between 0 and 1
+	// (<= 0 means DefaultCompactThreshold).
+	CompactThreshold float64
 	// Logger receives what a Volumes store does in the background
 	// (checkpoints, records set aside at recovery); nil discards it.
 	Logger *slog.Logger

@@ -3,7 +3,8 @@
 // file holds the type, its promises and opening a directory; the other
 // volumes_ files hold the byte formats (volumes_record.go), the appender
 // (volumes_append.go), the operations (volumes_ops.go), recovery
-// (volumes_recover.go) and checkpoints (volumes_checkpoint.go).
+// (volumes_recover.go), checkpoints (volumes_checkpoint.go) and compaction
+// (volumes_compact.go).
 
 package blob
 
@@ -59,6 +60,15 @@ import (
 // volumes (a volume missing or shorter than it claims) is ignored and every
 // volume scanned from its start.
 //
+// Deletes and replacements leave garbage behind. A sealed volume whose
+// garbage passes Options.CompactThreshold of its length is compacted in the
+// background while the store serves: its live records (and the tombstones
+// that still hide older records) are copied in order to a temp file, which
+// is synced and renamed over the volume; the index moves to the new offsets
+// in the same critical section as the rename, and readers in flight keep
+// the old file until they close. Records keep their volume's number, so the
+// order of writes, and with it the meaning of every record, is unchanged.
+//
 // Replacing a corrupt copy and moving an id between the two kinds of
 // storage (a small blob replacing a large corrupt one, or the other way) first
 // removes the old copy durably, then writes the new one, so that a crash
@@ -91,6 +101,13 @@ type Volumes struct {
 	ckptRunning atomic.Bool
 	sinceCkpt   atomic.Int64 // records appended since the last checkpoint
 	ckptEvery   int64
+
+	compactThreshold float64
+	compactMu        sync.Mutex // one compaction at a time
+	compacts         compactCounters
+	compactPoke      chan struct{}
+	compactStop      context.CancelFunc
+	compactDone      chan struct{}
 
 	recovery VolumeRecovery
 
@@ -175,7 +192,14 @@ func OpenVolumes(dir string, opts Options) (*Volumes, error) {
 	}
 	v := &Volumes{acct: &accounting{capacity: opts.CapacityBytes}, volSize: opts.VolumeSize, inlineMax: opts.InlineMax,
 		log: opts.Logger, vols: make(map[uint32]*volume), index: newIndex(), ckptEvery: checkpointEvery,
-		reqs: make(chan *appendReq, maxGroupRecords), appenderDone: make(chan struct{})}
+		reqs: make(chan *appendReq, maxGroupRecords), appenderDone: make(chan struct{}),
+		compactThreshold: opts.CompactThreshold, compactPoke: make(chan struct{}, 1), compactDone: make(chan struct{})}
+	if v.compactThreshold <= 0 {
+		v.compactThreshold = DefaultCompactThreshold
+	}
+	if v.compactThreshold >= 1 {
+		return nil, errs.E(errs.Invalid, "blob store: compaction threshold %g must be below 1", v.compactThreshold)
+	}
 	if v.volSize <= 0 {
 		v.volSize = DefaultVolumeSize
 	}
@@ -201,6 +225,10 @@ func OpenVolumes(dir string, opts Options) (*Volumes, error) {
 		return nil, err
 	}
 	go v.appender()
+	ctx, stop := context.WithCancel(context.Background())
+	v.compactStop = stop
+	go v.compactLoop(ctx)
+	v.pokeCompaction()
 	return v, nil
 }
 
@@ -261,6 +289,8 @@ func (v *Volumes) Close() error {
 	if v.closed.Swap(true) {
 		return nil
 	}
+	v.compactStop()
+	<-v.compactDone
 	v.submit.Lock()
 	close(v.reqs)
 	v.submit.Unlock()

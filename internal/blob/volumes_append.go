@@ -173,6 +173,7 @@ func (v *Volumes) volumeFor(n int64) (*volume, error) {
 	v.mu.Unlock()
 	if vol != nil {
 		v.log.Info("volume sealed", "volume", vol.num, "bytes", v.length(vol), "next", num)
+		v.pokeCompaction()
 	}
 	return nv, nil
 }
@@ -317,6 +318,9 @@ func (v *Volumes) apply(vol *volume, h recordHeader, off int64) {
 	if had {
 		if ov := v.vols[old.vol]; ov != nil {
 			ov.live -= recordLen(old.id, old.size)
+			if ov != v.active {
+				v.pokeCompaction() // a sealed volume gained garbage
+			}
 		}
 		v.acct.drop(old.size)
 	}

@@ -452,3 +452,162 @@ func TestVolumesRejectBadOptions(t *testing.T) {
 	_, err = OpenVolumes(t.TempDir(), Options{CapacityBytes: -1})
 	require.Equal(t, errs.Invalid, errs.KindOf(err))
 }
+
+// fillAndThin writes n blobs to small volumes and removes two in three,
+// returning what is left.
+func fillAndThin(t *testing.T, v *Volumes, n int) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{}
+	for i := range n {
+		putV(t, v, vid(i), payload(i))
+		want[vid(i)] = payload(i)
+	}
+	for i := range n {
+		if i%3 != 0 {
+			require.NoError(t, v.Remove(context.Background(), vid(i)))
+			delete(want, vid(i))
+		}
+	}
+	return want
+}
+
+func requireExactly(t *testing.T, v *Volumes, n int, want map[string][]byte) {
+	t.Helper()
+	for i := range n {
+		if data, ok := want[vid(i)]; ok {
+			requireHeld(t, v, vid(i), data)
+		} else {
+			requireGone(t, v, vid(i))
+		}
+	}
+	u, err := v.Usage(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(len(want)), u.Blobs)
+}
+
+var compactOpts = Options{VolumeSize: 16 << 10, InlineMax: 1 << 10}
+
+// TestVolumesCompaction: compaction reclaims the garbage of sealed volumes,
+// keeps every live blob and every removal, and its result survives restarts
+// from the checkpoint and from a full scan.
+func TestVolumesCompaction(t *testing.T) {
+	dir := t.TempDir()
+	v := openVolumes(t, dir, compactOpts)
+	const n = 150
+	want := fillAndThin(t, v, n)
+	before := v.GarbageBytes()
+	require.NotEmpty(t, v.compactable())
+	require.NoError(t, v.Compact(context.Background()))
+	st := v.CompactStats()
+	require.Positive(t, st.Volumes)
+	require.Positive(t, st.Reclaimed)
+	require.Zero(t, st.Failed)
+	require.Empty(t, v.compactable(), "nothing over the threshold is left")
+	require.Less(t, v.GarbageBytes(), before)
+	requireExactly(t, v, n, want)
+	fi, err := os.Stat(volumeFile(dir, 1))
+	require.NoError(t, err)
+	require.Less(t, fi.Size(), compactOpts.VolumeSize/2, "the first volume lost two thirds of its records")
+	require.NoError(t, v.Close())
+
+	v = openVolumes(t, dir, compactOpts)
+	require.True(t, v.Recovery().Checkpoint)
+	requireExactly(t, v, n, want)
+	require.NoError(t, v.Close())
+	require.NoError(t, os.Remove(filepath.Join(dir, volumesDirName, checkpointName)))
+	v = openVolumes(t, dir, compactOpts)
+	require.Zero(t, v.Recovery().Quarantined+int(v.Recovery().TornBytes))
+	requireExactly(t, v, n, want)
+}
+
+// TestVolumesCompactionCrashWindows: a compaction stopped after the new
+// volume is written, or after it is renamed into place, leaves one whole
+// volume authoritative.
+func TestVolumesCompactionCrashWindows(t *testing.T) {
+	for _, step := range []string{crashCompactWritten, crashCompactRenamed} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			v := openVolumes(t, dir, compactOpts)
+			const n = 100
+			want := fillAndThin(t, v, n)
+			v.crashAt = step
+			require.ErrorIs(t, v.Compact(context.Background()), errSimulatedCrash)
+			die(t, v)
+			v = openVolumes(t, dir, compactOpts)
+			requireExactly(t, v, n, want)
+			require.NoError(t, v.Compact(context.Background()))
+			require.NoError(t, v.Close())
+			v = openVolumes(t, dir, compactOpts)
+			requireExactly(t, v, n, want)
+			entries, err := os.ReadDir(filepath.Join(dir, volumesDirName))
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.NotContains(t, e.Name(), tempPrefix, "no temp file is left")
+			}
+		})
+	}
+}
+
+// TestVolumesCompactionUnderLoad compacts again and again while readers,
+// writers and deleters run, then checks the store against what they did.
+func TestVolumesCompactionUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	v := openVolumes(t, dir, compactOpts)
+	const n = 300
+	var (
+		mu   sync.Mutex
+		want = map[string][]byte{}
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var writers, reader sync.WaitGroup
+	for w := range 4 {
+		writers.Go(func() {
+			for i := w; i < n; i += 4 {
+				putV(t, v, vid(i), payload(i))
+				mu.Lock()
+				want[vid(i)] = payload(i)
+				mu.Unlock()
+				if i%3 != 0 {
+					require.NoError(t, v.Remove(context.Background(), vid(i)))
+					mu.Lock()
+					delete(want, vid(i))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	reader.Go(func() { // whatever it gets must be whole
+		for ctx.Err() == nil {
+			for i := 0; i < n && ctx.Err() == nil; i += 7 {
+				rc, info, err := v.Fetch(context.Background(), vid(i))
+				if err != nil {
+					continue
+				}
+				got, err := io.ReadAll(rc)
+				require.NoError(t, rc.Close())
+				require.NoError(t, err)
+				require.Equal(t, info.Checksum, sum(got))
+			}
+		}
+	})
+	compactions := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if err := v.Compact(context.Background()); err != nil {
+				compactions <- err
+				return
+			}
+		}
+		compactions <- nil
+	}()
+	writers.Wait()
+	cancel()
+	reader.Wait()
+	require.NoError(t, <-compactions)
+	require.NoError(t, v.Compact(context.Background()))
+	require.Positive(t, v.CompactStats().Volumes)
+	requireExactly(t, v, n, want)
+	require.NoError(t, v.Close())
+	v = openVolumes(t, dir, compactOpts)
+	requireExactly(t, v, n, want)
+}

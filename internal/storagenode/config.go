@@ -3,10 +3,13 @@ package storagenode
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/blob"
@@ -68,6 +71,11 @@ type Config struct {
 	// volume; larger ones are kept as in the files layout
 	// (STORAGE_INLINE_MAX; default 1MiB).
 	InlineMax int64
+	// CompactThreshold is, in the volumes layout, the share of a sealed
+	// volume that garbage (removed or superseded blobs) must pass for the
+	// volume to be compacted in the background (STORAGE_COMPACT_THRESHOLD,
+	// a percentage such as 30% or a fraction such as 0.3; default 30%).
+	CompactThreshold float64
 	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
@@ -116,11 +124,31 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.Layout = blob.Layout(l.OneOf("STORAGE_LAYOUT", string(blob.LayoutFiles), string(blob.LayoutFiles), string(blob.LayoutVolumes)))
 	c.VolumeSize = l.Size("STORAGE_VOLUME_SIZE", blob.DefaultVolumeSize)
 	c.InlineMax = l.Size("STORAGE_INLINE_MAX", blob.DefaultInlineMax)
+	threshold, thresholdErr := parseShare(l.String("STORAGE_COMPACT_THRESHOLD", "30%"))
+	c.CompactThreshold = threshold
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
 	c.ShutdownTimeout = DefaultShutdownTimeout
+	if thresholdErr != nil {
+		return c, errors.Join(l.Err(), thresholdErr, c.Validate())
+	}
 	return c, errors.Join(l.Err(), c.Validate())
+}
+
+// parseShare reads a share written as a percentage ("30%") or a fraction
+// ("0.3").
+func parseShare(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct, isPct := strings.CutSuffix(t, "%")
+	f, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, fmt.Errorf("STORAGE_COMPACT_THRESHOLD=%q: not a percentage such as 30%% or a fraction such as 0.3", s)
+	}
+	if isPct {
+		f /= 100
+	}
+	return f, nil
 }
 
 // Validate checks the values LoadConfig cannot check alone, naming the
@@ -185,6 +213,9 @@ func (c Config) Validate() error {
 	}
 	if c.VolumeSize < minVolumeFactor*c.InlineMax {
 		bad("STORAGE_VOLUME_SIZE", fmt.Sprint(c.VolumeSize), fmt.Sprintf("must be at least %d times STORAGE_INLINE_MAX (%d)", minVolumeFactor, c.InlineMax))
+	}
+	if !(c.CompactThreshold > 0 && c.CompactThreshold < 1) {
+		bad("STORAGE_COMPACT_THRESHOLD", fmt.Sprint(c.CompactThreshold), "must be above 0% and below 100%")
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))

@@ -32,6 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 		Layout:               blob.LayoutFiles,
 		VolumeSize:           blob.DefaultVolumeSize,
 		InlineMax:            blob.DefaultInlineMax,
+		CompactThreshold:     0.3,
 		LogLevel:             "info",
 		LogFormat:            "text",
 		ShutdownTimeout:      10 * time.Second,
@@ -40,24 +41,25 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigFromEnvironment(t *testing.T) {
 	cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{
-		"SERVER_HOST":             "127.0.0.1",
-		"SERVER_PORT":             "9100",
-		"STORAGE_NODE_ID":         "node-7.rack_2",
-		"STORAGE_DATA_DIRECTORY":  "/var/lib/dfs",
-		"STORAGE_ADVERTISED_HOST": "storage-node-7.storage.svc.cluster.local",
-		"STORAGE_ADVERTISED_PORT": "19100",
-		"COORDINATOR_URL":         "https://coordinator:8080/",
-		"REGISTRATION_INTERVAL":   "2m",
-		"CLUSTER_TOKEN":           "s3cret",
-		"STORAGE_CAPACITY_BYTES":  "10GiB",
-		"STORAGE_SYNC_MODE":       "File",
-		"STORAGE_SYNC_BATCH_MAX":  "4MiB",
-		"STORAGE_LAYOUT":          "Volumes",
-		"STORAGE_VOLUME_SIZE":     "64MiB",
-		"STORAGE_INLINE_MAX":      "64KiB",
-		"LOG_LEVEL":               "DEBUG",
-		"LOG_FORMAT":              "json",
-		"PPROF_ADDR":              "127.0.0.1:6061",
+		"SERVER_HOST":               "127.0.0.1",
+		"SERVER_PORT":               "9100",
+		"STORAGE_NODE_ID":           "node-7.rack_2",
+		"STORAGE_DATA_DIRECTORY":    "/var/lib/dfs",
+		"STORAGE_ADVERTISED_HOST":   "storage-node-7.storage.svc.cluster.local",
+		"STORAGE_ADVERTISED_PORT":   "19100",
+		"COORDINATOR_URL":           "https://coordinator:8080/",
+		"REGISTRATION_INTERVAL":     "2m",
+		"CLUSTER_TOKEN":             "s3cret",
+		"STORAGE_CAPACITY_BYTES":    "10GiB",
+		"STORAGE_SYNC_MODE":         "File",
+		"STORAGE_SYNC_BATCH_MAX":    "4MiB",
+		"STORAGE_LAYOUT":            "Volumes",
+		"STORAGE_VOLUME_SIZE":       "64MiB",
+		"STORAGE_INLINE_MAX":        "64KiB",
+		"STORAGE_COMPACT_THRESHOLD": "0.5",
+		"LOG_LEVEL":                 "DEBUG",
+		"LOG_FORMAT":                "json",
+		"PPROF_ADDR":                "127.0.0.1:6061",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, storagenode.Config{
@@ -76,6 +78,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		Layout:               blob.LayoutVolumes,
 		VolumeSize:           64 << 20,
 		InlineMax:            64 << 10,
+		CompactThreshold:     0.5,
 		LogLevel:             "debug",
 		LogFormat:            "json",
 		PprofAddr:            "127.0.0.1:6061",
@@ -122,6 +125,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"STORAGE_INLINE_MAX", "-1KiB"},
 		{"STORAGE_VOLUME_SIZE", "1MiB"},
 		{"STORAGE_VOLUME_SIZE", "huge"},
+		{"STORAGE_COMPACT_THRESHOLD", "0"},
+		{"STORAGE_COMPACT_THRESHOLD", "100%"},
+		{"STORAGE_COMPACT_THRESHOLD", "-5%"},
+		{"STORAGE_COMPACT_THRESHOLD", "lots"},
+		{"STORAGE_COMPACT_THRESHOLD", "NaN"},
 		{"LOG_LEVEL", "verbose"},
 		{"LOG_FORMAT", "xml"},
 		{"PPROF_ADDR", "6061"},
@@ -141,6 +149,14 @@ func TestConfigReportsEveryProblem(t *testing.T) {
 	require.Error(t, err)
 	for _, name := range []string{"SERVER_PORT", "STORAGE_NODE_ID", "COORDINATOR_URL"} {
 		require.Contains(t, err.Error(), name)
+	}
+}
+
+func TestConfigCompactThresholdForms(t *testing.T) {
+	for in, want := range map[string]float64{"30%": 0.3, "0.3": 0.3, " 45 % ": 0.45, "99.5%": 0.995, "0.01": 0.01} {
+		cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"STORAGE_COMPACT_THRESHOLD": in}))
+		require.NoError(t, err, in)
+		require.InDelta(t, want, cfg.CompactThreshold, 1e-9, in)
 	}
 }
 

@@ -63,7 +63,7 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 func openStore(cfg Config, logger *slog.Logger) (blob.Store, error) {
 	opts := blob.Options{
 		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
-		VolumeSize: cfg.VolumeSize, InlineMax: cfg.InlineMax, Logger: logger.With("node_id", cfg.NodeID),
+		VolumeSize: cfg.VolumeSize, InlineMax: cfg.InlineMax, CompactThreshold: cfg.CompactThreshold, Logger: logger.With("node_id", cfg.NodeID),
 	}
 	logRecovery := func(dir, id string, rec blob.Recovery, attrs ...any) {
 		logger.Info("data directory opened", append([]any{"dir", dir, "disk_id", id, "layout", cfg.Layout, "blobs", rec.Blobs, "bytes", rec.Bytes,

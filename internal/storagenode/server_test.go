@@ -537,6 +537,21 @@ func TestLayoutVariables(t *testing.T) {
 	}
 	require.Equal(t, 12.0, counterValue(t, n, "dfs_node_volume_group_records_total"))
 	require.Positive(t, counterValue(t, n, "dfs_node_volume_group_commits_total"))
+
+	// STORAGE_COMPACT_THRESHOLD (30% by default): removing half of the
+	// first, sealed, volume's blobs gets it compacted in the background.
+	for _, id := range ids[:4] {
+		resp, _ := n.request(t, http.MethodDelete, "/internal/blobs/"+id, nil, nil)
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	}
+	require.Eventually(t, func() bool { return counterValue(t, n, "dfs_node_volume_compactions_total") >= 1 }, 20*time.Second, 10*time.Millisecond)
+	require.Positive(t, counterValue(t, n, "dfs_node_volume_compaction_reclaimed_bytes_total"))
+	require.NotEmpty(t, n.Logs("volume compacted"))
+	for _, id := range ids[4:] {
+		resp, body := n.request(t, http.MethodGet, "/internal/blobs/"+id, nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, small, body)
+	}
 	require.NoError(t, n.Stop())
 
 	cfg := n.Config
