@@ -116,6 +116,9 @@ type Volumes struct {
 	// windows.
 	crashAt string
 	crashed atomic.Bool
+	// submitted, when set, is called each time a record has been handed to
+	// the appender; tests use it to know when every writer is queued.
+	submitted func()
 }
 
 var _ Store = (*Volumes)(nil)

@@ -77,6 +77,9 @@ func (v *Volumes) commit(r *appendReq) error {
 	}
 	v.reqs <- r
 	v.submit.RUnlock()
+	if v.submitted != nil {
+		v.submitted()
+	}
 	return <-r.done
 }
 

@@ -159,8 +159,9 @@ func (v *Volumes) scan(vol *volume, start int64) error {
 	}
 	end := fi.Size()
 	off := start
+	sc := newVolScanner(vol.f, end)
 	for off < end {
-		h, n, err := readRecord(vol.f, vol.salt, off, end)
+		h, n, err := readRecord(sc, vol.salt, off)
 		if err != nil {
 			next, ferr := nextRecord(vol.f, vol.salt, off+recordAlign, end)
 			if ferr != nil {
@@ -194,29 +195,66 @@ func (v *Volumes) scan(vol *volume, start int64) error {
 	return nil
 }
 
+// volScanner reads a volume through a large window, so that a scan costs
+// one read per window rather than two per record.
+type volScanner struct {
+	f     io.ReaderAt
+	end   int64
+	buf   []byte
+	start int64 // the file offset of buf[0]
+	n     int   // valid bytes in buf
+}
+
+const scanWindow = 4 << 20
+
+func newVolScanner(f io.ReaderAt, end int64) *volScanner {
+	return &volScanner{f: f, end: end, buf: make([]byte, scanWindow)}
+}
+
+// bytes returns the n bytes at off (fewer, with io.ErrUnexpectedEOF, at the
+// end of the volume), valid until the next call.
+func (s *volScanner) bytes(off int64, n int) ([]byte, error) {
+	if off >= s.start && off+int64(n) <= s.start+int64(s.n) {
+		return s.buf[off-s.start : off-s.start+int64(n)], nil
+	}
+	if n > len(s.buf) {
+		s.buf = make([]byte, n)
+	}
+	k := min(int64(len(s.buf)), s.end-off)
+	m, err := s.f.ReadAt(s.buf[:k], off)
+	if err != nil && err != io.EOF {
+		s.n = 0
+		return nil, err
+	}
+	s.start, s.n = off, m
+	if m < n {
+		return s.buf[:m], io.ErrUnexpectedEOF
+	}
+	return s.buf[:n], nil
+}
+
 // readRecord reads and checks the whole record at off: header CRC, length
-// within the file and, for data, its SHA-256. It returns the header and the
-// record's length.
-func readRecord(f io.ReaderAt, salt uint32, off, end int64) (recordHeader, int64, error) {
-	var hb [maxRecordHeader]byte
-	n := min(int64(len(hb)), end-off)
-	if _, err := f.ReadAt(hb[:n], off); err != nil && err != io.EOF {
+// within the volume and, for data, its SHA-256. It returns the header and
+// the record's length.
+func readRecord(s *volScanner, salt uint32, off int64) (recordHeader, int64, error) {
+	hb, err := s.bytes(off, int(min(maxRecordHeader, s.end-off)))
+	if err != nil {
 		return recordHeader{}, 0, err
 	}
-	h, err := parseHeader(hb[:n], salt)
+	h, err := parseHeader(hb, salt)
 	if err != nil {
 		return recordHeader{}, 0, err
 	}
 	total := recordLen(h.id, h.size)
-	if off+total > end {
+	if off+total > s.end {
 		return recordHeader{}, 0, errs.E(errs.Corrupt, "record of %d bytes runs past the end of the volume", total)
 	}
 	if !h.tombstone() {
-		sh := sha256.New()
-		if _, err := io.Copy(sh, io.NewSectionReader(f, off+headerLen(h.id), h.size)); err != nil {
+		data, err := s.bytes(off+headerLen(h.id), int(h.size))
+		if err != nil {
 			return recordHeader{}, 0, err
 		}
-		if [32]byte(sh.Sum(nil)) != h.sum {
+		if sha256.Sum256(data) != h.sum {
 			return recordHeader{}, 0, errs.E(errs.Corrupt, "data of blob %s does not match its checksum", h.id)
 		}
 	}
@@ -228,6 +266,7 @@ func readRecord(f io.ReaderAt, salt uint32, off, end int64) (recordHeader, int64
 func nextRecord(f io.ReaderAt, salt uint32, from, end int64) (int64, error) {
 	const window = 1 << 20
 	buf := make([]byte, window+len(recordMagic))
+	s := newVolScanner(f, end)
 	for pos := from; pos < end; pos += window {
 		n, err := f.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
 		if err != nil && err != io.EOF {
@@ -238,7 +277,7 @@ func nextRecord(f io.ReaderAt, salt uint32, from, end int64) (int64, error) {
 			if [4]byte(buf[i:i+4]) != recordMagic {
 				continue
 			}
-			if _, _, err := readRecord(f, salt, pos+int64(i), end); err == nil {
+			if _, _, err := readRecord(s, salt, pos+int64(i)); err == nil {
 				return pos + int64(i), nil
 			}
 		}

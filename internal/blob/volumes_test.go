@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -309,6 +310,11 @@ func TestVolumesGroupCommit(t *testing.T) {
 	synced := v.length(v.active)
 
 	gate := make(chan struct{})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release) // never leave the appender stuck, even when failing
+	var queued atomic.Int64
+	v.submitted = func() { queued.Add(1) }
 	var fail error
 	var mu sync.Mutex
 	calls := 0
@@ -336,8 +342,8 @@ func TestVolumesGroupCommit(t *testing.T) {
 			errc <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return len(v.reqs) == writers-1 }, 10e9, 1e6, "the other writers queue behind the first sync")
-	close(gate)
+	require.Eventually(t, func() bool { return queued.Load() == writers }, 10e9, 1e6, "every writer is queued behind the first sync")
+	release()
 	for range writers {
 		err := <-errc
 		require.ErrorIs(t, err, syscall.EIO)
