@@ -114,7 +114,7 @@ type Volumes struct {
 	// crashAt names a step at which the store stops as if its process died
 	// there (volumes_append.go lists them); tests use it for the crash
 	// windows.
-	crashAt string
+	crashAt atomic.Value // string
 	crashed atomic.Bool
 	// submitted, when set, is called each time a record has been handed to
 	// the appender; tests use it to know when every writer is queued.
@@ -230,12 +230,20 @@ func OpenVolumes(dir string, opts Options) (*Volumes, error) {
 	go v.appender()
 	ctx, stop := context.WithCancel(context.Background())
 	v.compactStop = stop
-	go v.compactLoop(ctx)
-	v.pokeCompaction()
+	if backgroundCompaction {
+		go v.compactLoop(ctx)
+		v.pokeCompaction()
+	} else {
+		close(v.compactDone)
+	}
 	return v, nil
 }
 
 const volumesDirName = "volumes"
+
+// backgroundCompaction is whether stores compact by themselves; tests that
+// call Compact at chosen moments turn it off.
+var backgroundCompaction = true
 
 // Dir returns the store's absolute root directory.
 func (v *Volumes) Dir() string { return v.root }

@@ -213,7 +213,7 @@ func (v *Volumes) createVolume(num uint32) (*volume, error) {
 
 // crash reports whether the store is to stop at step, and marks it stopped.
 func (v *Volumes) crash(step string) bool {
-	if v.crashAt != step {
+	if at, _ := v.crashAt.Load().(string); at != step {
 		return false
 	}
 	v.crashed.Store(true)

@@ -417,7 +417,7 @@ func TestVolumesCrashWindows(t *testing.T) {
 			for i := range 10 {
 				putV(t, v, vid(i), payload(i))
 			}
-			v.crashAt = step
+			v.crashAt.Store(step)
 			var err error
 			if step == crashCheckpointWritten {
 				err = v.checkpoint()
@@ -493,10 +493,18 @@ func requireExactly(t *testing.T, v *Volumes, n int, want map[string][]byte) {
 
 var compactOpts = Options{VolumeSize: 16 << 10, InlineMax: 1 << 10}
 
+// manualCompaction keeps stores opened by the test from compacting by
+// themselves, so that the test's own calls find the work to do.
+func manualCompaction(t *testing.T) {
+	backgroundCompaction = false
+	t.Cleanup(func() { backgroundCompaction = true })
+}
+
 // TestVolumesCompaction: compaction reclaims the garbage of sealed volumes,
 // keeps every live blob and every removal, and its result survives restarts
 // from the checkpoint and from a full scan.
 func TestVolumesCompaction(t *testing.T) {
+	manualCompaction(t)
 	dir := t.TempDir()
 	v := openVolumes(t, dir, compactOpts)
 	const n = 150
@@ -530,13 +538,14 @@ func TestVolumesCompaction(t *testing.T) {
 // volume is written, or after it is renamed into place, leaves one whole
 // volume authoritative.
 func TestVolumesCompactionCrashWindows(t *testing.T) {
+	manualCompaction(t)
 	for _, step := range []string{crashCompactWritten, crashCompactRenamed} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			v := openVolumes(t, dir, compactOpts)
 			const n = 100
 			want := fillAndThin(t, v, n)
-			v.crashAt = step
+			v.crashAt.Store(step)
 			require.ErrorIs(t, v.Compact(context.Background()), errSimulatedCrash)
 			die(t, v)
 			v = openVolumes(t, dir, compactOpts)
