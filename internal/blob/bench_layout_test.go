@@ -48,18 +48,9 @@ func BenchmarkLayoutReceiveParallel(b *testing.B) {
 				data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 				sm := sum(data)
 				ctx := context.Background()
-				var next atomic.Int64
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				b.SetParallelism(16)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if _, _, err := s.Receive(ctx, benchID(next.Add(1)), sm, int64(size), bytes.NewReader(data)); err != nil {
-							b.Error(err)
-							return
-						}
-					}
+				runParallel(b, size, func(i int64) error {
+					_, _, err := s.Receive(ctx, benchID(i), sm, int64(size), bytes.NewReader(data))
+					return err
 				})
 				if v, ok := s.(*Volumes); ok {
 					if g := v.GroupCommits(); g.Syncs > 0 {
@@ -84,29 +75,36 @@ func BenchmarkLayoutFetchParallel(b *testing.B) {
 					_, _, err := s.Receive(ctx, benchID(i), sum(data), int64(size), bytes.NewReader(data))
 					require.NoError(b, err)
 				}
-				var next atomic.Int64
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				b.SetParallelism(16)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						rc, _, err := s.Fetch(ctx, benchID(next.Add(1)%blobs))
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						_, err = io.Copy(io.Discard, rc)
-						rc.Close()
-						if err != nil {
-							b.Error(err)
-							return
-						}
+				runParallel(b, size, func(i int64) error {
+					rc, _, err := s.Fetch(ctx, benchID(i%blobs))
+					if err != nil {
+						return err
 					}
+					defer rc.Close()
+					_, err = io.Copy(io.Discard, rc)
+					return err
 				})
 			})
 		}
 	}
+}
+
+// runParallel runs op from 32 goroutines (16 per core on two cores), each
+// call with the next number, reporting size bytes per call.
+func runParallel(b *testing.B, size int, op func(i int64) error) {
+	var next atomic.Int64
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(next.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // startupBlobs is how many 4 KiB blobs BenchmarkVolumesStartup and

@@ -36,14 +36,7 @@ func startBinary(t *testing.T, dir, layout string) (*exec.Cmd, string) {
 		}
 	})
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/health/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 20*time.Millisecond, "the node becomes ready; log:\n%s", &stderr)
+	waitReady(t, base, &stderr)
 	return cmd, base
 }
 
