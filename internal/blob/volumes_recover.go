@@ -77,8 +77,12 @@ func (v *Volumes) recover() error {
 	}
 	v.recovery.Blobs, v.recovery.Bytes = int64(v.index.Len()), 0
 	v.index.Ascend(func(e volEntry) bool { v.recovery.Bytes += e.size; return true })
-	if len(nums) > 0 {
-		v.active = v.vols[nums[len(nums)-1]]
+	// The highest volume left is the one appended to (an unfinished last one
+	// was removed above).
+	for _, vol := range v.vols {
+		if v.active == nil || vol.num > v.active.num {
+			v.active = vol
+		}
 	}
 	return nil
 }

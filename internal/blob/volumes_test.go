@@ -626,3 +626,26 @@ func TestVolumesCompactionUnderLoad(t *testing.T) {
 	v = openVolumes(t, dir, compactOpts)
 	requireExactly(t, v, n, want)
 }
+
+// TestVolumesUnfinishedVolume: a last volume cut short inside its
+// superblock (a crash while creating it) is removed at open; any other bad
+// superblock stops the open, naming the file.
+func TestVolumesUnfinishedVolume(t *testing.T) {
+	dir := t.TempDir()
+	v := openVolumes(t, dir, Options{})
+	putV(t, v, vid(1), payload(1))
+	require.NoError(t, v.Close())
+	require.NoError(t, os.WriteFile(volumeFile(dir, 2), superblock{num: 2, salt: 7}.encode()[:10], 0o640))
+	v = openVolumes(t, dir, Options{})
+	require.NoFileExists(t, volumeFile(dir, 2))
+	require.Equal(t, int64(10), v.Recovery().TornBytes)
+	requireHeld(t, v, vid(1), payload(1))
+	putV(t, v, vid(2), payload(2))
+	require.NoError(t, v.Close())
+
+	flipByte(t, volumeFile(dir, 1), 13) // the volume number
+	require.NoError(t, os.WriteFile(volumeFile(dir, 2), superblock{num: 2, salt: 7}.encode(), 0o640))
+	_, err := OpenVolumes(dir, Options{})
+	require.Equal(t, errs.Corrupt, errs.KindOf(err), "%v", err)
+	require.ErrorContains(t, err, volumeName(1))
+}
