@@ -116,6 +116,9 @@ type Volumes struct {
 	// windows.
 	crashAt atomic.Value // string
 	crashed atomic.Bool
+	// onCrash, when set, is called at the crashAt step before the store
+	// stops; a test's child process kills itself there with SIGKILL.
+	onCrash func(step string)
 	// submitted, when set, is called each time a record has been handed to
 	// the appender; tests use it to know when every writer is queued.
 	submitted func()

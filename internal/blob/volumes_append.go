@@ -216,6 +216,9 @@ func (v *Volumes) crash(step string) bool {
 	if at, _ := v.crashAt.Load().(string); at != step {
 		return false
 	}
+	if v.onCrash != nil {
+		v.onCrash(step)
+	}
 	v.crashed.Store(true)
 	return true
 }
