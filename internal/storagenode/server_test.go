@@ -535,6 +535,13 @@ func TestLayoutVariables(t *testing.T) {
 		require.Equal(t, http.StatusPartialContent, resp.StatusCode)
 		require.Equal(t, small[10:20], body)
 	}
+	_, body := n.request(t, http.MethodGet, "/internal/stats", nil, nil)
+	st := decode[wire.Stats](t, body)
+	require.Equal(t, int64(13), st.BlobCount, "stats count the blobs of both kinds")
+	require.Equal(t, int64(12*1000+1025), st.BytesUsed)
+	_, body = n.request(t, http.MethodGet, "/internal/blobs?limit=100", nil, nil)
+	require.Contains(t, string(body), big, "listing merges files and volumes")
+	require.Contains(t, string(body), ids[0])
 	require.Equal(t, 12.0, counterValue(t, n, "dfs_node_volume_group_records_total"))
 	require.Positive(t, counterValue(t, n, "dfs_node_volume_group_commits_total"))
 
