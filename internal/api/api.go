@@ -71,6 +71,7 @@ type Options struct {
 	Rebalancer Rebalancer
 	Health     Health
 	Durability Durability
+	Scrub      Scrub
 	Logger     *slog.Logger
 	// Token, when set, must accompany node-facing calls (registration).
 	Token string
@@ -129,9 +130,11 @@ func New(o Options) http.Handler {
 		r.Get("/nodes/{nodeId}", s.getNode)
 		r.Delete("/nodes/{nodeId}", s.deregister)
 		r.Post("/nodes/{nodeId}/rejoin", s.rejoin)
+		r.With(s.requireToken).Post("/nodes/{nodeId}/corrupt", s.reportCorrupt)
 
 		r.Get("/health", s.clusterHealth)
 		r.Get("/cluster/durability", s.durability)
+		r.Get("/cluster/scrub", s.scrub)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)
 	})
