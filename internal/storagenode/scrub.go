@@ -79,6 +79,7 @@ func (s *Server) scrubWire(ctx context.Context) wire.ScrubStatus {
 		CopiesTotal: st.CopiesTotal, BytesTotal: st.BytesTotal, CorruptionsFound: st.CorruptionsFound,
 		CorruptionsFoundTotal: st.CorruptionsFoundTotal, UnreportedCorruptions: st.Unreported,
 		Running: st.Running, Behind: st.Behind,
+		HashedCopies: st.HashedCopies, HashedBytes: st.HashedBytes, ThrottledBytes: st.ThrottledBytes,
 	}
 	if !st.LastFullPassAt.IsZero() {
 		t := st.LastFullPassAt

@@ -140,6 +140,13 @@ type ScrubStatus struct {
 	// Behind is true when the rest of the pass cannot be read within the
 	// period at the bandwidth.
 	Behind bool `json:"behind"`
+	// HashedCopies and ThrottledBytes count, since the node process
+	// started, the blobs it hashed and the bytes it read through its token
+	// bucket; with the counts above they show whether a restart resumed a
+	// pass or began it again.
+	HashedCopies   int64 `json:"hashedCopies"`
+	HashedBytes    int64 `json:"hashedBytes"`
+	ThrottledBytes int64 `json:"throttledBytes"`
 }
 
 // CorruptReport is what a node POSTs to CorruptPath when its scrubber finds
