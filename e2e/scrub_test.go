@@ -86,6 +86,8 @@ func TestScrubberFindsABadCopyAndResumesAfterAKill(t *testing.T) {
 	eventually(t, settleTimeout+period, "the resumed pass to finish", func() (bool, string) {
 		s := c.scrubStatus(resumer)
 		switch {
+		case s.PeriodStart == nil:
+			return false, "not started yet"
 		case s.PeriodStart.Equal(st.PeriodStart) && s.Running:
 			require.GreaterOrEqual(t, s.CopiesScrubbed, st.CopiesScrubbed, "the count went back")
 			return false, fmt.Sprintf("%+v", s)

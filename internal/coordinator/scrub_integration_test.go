@@ -82,11 +82,14 @@ func TestClusterScrubGathersEveryNode(t *testing.T) {
 	h.upload("a.bin", []byte("some bytes"))
 	h.stopNode("node-3")
 
-	resp := h.get("/api/cluster/scrub")
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
 	var rep api.ScrubReport
-	resp.json(t, &rep)
-	require.Len(t, rep.Nodes, 3)
+	require.Eventually(t, func() bool {
+		resp := h.get("/api/cluster/scrub")
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+		resp.json(t, &rep)
+		require.Len(t, rep.Nodes, 3)
+		return rep.Nodes[0].PeriodStart != nil && rep.Nodes[1].PeriodStart != nil
+	}, 10*time.Second, 20*time.Millisecond, "the scrubbers starting")
 	for _, n := range rep.Nodes[:2] {
 		require.True(t, n.Reachable, "%+v", n)
 		require.NotNil(t, n.PeriodStart)

@@ -124,6 +124,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// Clock defaults to the real one.
 	Clock Clock
+	// StartDelay is how long Run waits before it reads the store or its
+	// state file.
+	StartDelay time.Duration
 }
 
 // Status is the scrubber's progress, for the node's API and metrics.
@@ -219,6 +222,9 @@ func (s *Scrubber) Status(ctx context.Context) Status {
 
 // Run scrubs until ctx is done, then saves its position.
 func (s *Scrubber) Run(ctx context.Context) {
+	if s.o.StartDelay > 0 && s.o.Clock.Sleep(ctx, s.o.StartDelay) != nil {
+		return
+	}
 	st, err := loadState(s.o.StatePath)
 	if err != nil {
 		// The state is a convenience: without it the pass starts over.
@@ -253,7 +259,6 @@ func (s *Scrubber) Run(ctx context.Context) {
 
 // idle waits for the next period, delivering findings meanwhile.
 func (s *Scrubber) idle(ctx context.Context, next time.Time) error {
-	s.save()
 	for {
 		s.deliver(ctx)
 		s.mu.Lock()

@@ -33,8 +33,14 @@ func (s *Server) newScrubber() (*scrub.Scrubber, error) {
 	return scrub.New(scrub.Options{
 		Store: s.store, StatePath: filepath.Join(s.cfg.DataDir, scrub.StateFile),
 		Period: s.cfg.ScrubPeriod, Bandwidth: s.cfg.ScrubBandwidth, Reporter: rep, Logger: s.log,
+		StartDelay: scrubStartDelay,
 	})
 }
+
+// scrubStartDelay lets a starting node serve and register before its
+// scrubber reads the disk, and keeps a node in a crash loop from rewriting
+// its scrub state at every start.
+const scrubStartDelay = 2 * time.Second
 
 // corruptReporter tells the coordinator about a corrupt copy, which it
 // checks again and quarantines and rebuilds as a failed verify does.
@@ -74,18 +80,22 @@ func (s *Server) scrubStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) scrubWire(ctx context.Context) wire.ScrubStatus {
 	st := s.scrubber.Status(ctx)
 	out := wire.ScrubStatus{
-		NodeID: s.cfg.NodeID, PeriodStart: st.PeriodStart, PeriodSeconds: st.Period.Seconds(),
+		NodeID: s.cfg.NodeID, PeriodStart: timeOrNil(st.PeriodStart), LastFullPassAt: timeOrNil(st.LastFullPassAt),
+		PeriodSeconds:           st.Period.Seconds(),
 		BandwidthBytesPerSecond: st.Bandwidth, CopiesScrubbed: st.CopiesScrubbed, BytesScrubbed: st.BytesScrubbed,
 		CopiesTotal: st.CopiesTotal, BytesTotal: st.BytesTotal, CorruptionsFound: st.CorruptionsFound,
 		CorruptionsFoundTotal: st.CorruptionsFoundTotal, UnreportedCorruptions: st.Unreported,
 		Running: st.Running, Behind: st.Behind,
 		HashedCopies: st.HashedCopies, HashedBytes: st.HashedBytes, ThrottledBytes: st.ThrottledBytes,
 	}
-	if !st.LastFullPassAt.IsZero() {
-		t := st.LastFullPassAt
-		out.LastFullPassAt = &t
-	}
 	return out
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // registerScrubMetrics exports the scrubber's progress; each series reads

@@ -121,11 +121,12 @@ type Registration struct {
 }
 
 // ScrubStatus is the answer of GET /internal/scrub: the scrubber's progress
-// in its current period (see package scrub). Times are RFC 3339; a zero
-// LastFullPassAt (no pass finished yet) is null.
+// in its current period (see package scrub). Times are RFC 3339;
+// PeriodStart is null until the scrubber has started, LastFullPassAt until
+// it has finished a pass.
 type ScrubStatus struct {
 	NodeID                  string     `json:"nodeId"`
-	PeriodStart             time.Time  `json:"periodStart"`
+	PeriodStart             *time.Time `json:"periodStart"`
 	PeriodSeconds           float64    `json:"periodSeconds"`
 	BandwidthBytesPerSecond int64      `json:"bandwidthBytesPerSecond"`
 	CopiesScrubbed          int64      `json:"copiesScrubbed"`
