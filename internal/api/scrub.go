@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -28,23 +27,11 @@ type ScrubReport struct {
 // NodeScrub is one node's scrubber as the coordinator saw it. A node that did
 // not answer has Reachable false, Error set and its figures zero.
 type NodeScrub struct {
-	NodeID                  string     `json:"nodeId"`
-	Status                  string     `json:"status"`
-	Reachable               bool       `json:"reachable"`
-	Error                   string     `json:"error,omitempty"`
-	PeriodStart             *time.Time `json:"periodStart"`
-	PeriodSeconds           float64    `json:"periodSeconds"`
-	BandwidthBytesPerSecond int64      `json:"bandwidthBytesPerSecond"`
-	CopiesScrubbed          int64      `json:"copiesScrubbed"`
-	BytesScrubbed           int64      `json:"bytesScrubbed"`
-	CopiesTotal             int64      `json:"copiesTotal"`
-	BytesTotal              int64      `json:"bytesTotal"`
-	LastFullPassAt          *time.Time `json:"lastFullPassAt"`
-	CorruptionsFound        int64      `json:"corruptionsFound"`
-	CorruptionsFoundTotal   int64      `json:"corruptionsFoundTotal"`
-	UnreportedCorruptions   int        `json:"unreportedCorruptions"`
-	Running                 bool       `json:"running"`
-	Behind                  bool       `json:"behind"`
+	NodeID    string `json:"nodeId"`
+	Status    string `json:"status"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	wire.ScrubProgress
 }
 
 func (s *server) scrub(w http.ResponseWriter, r *http.Request) {

@@ -59,10 +59,7 @@ func (v *scrubView) fill(ctx context.Context, n *api.NodeScrub) {
 		n.Error = err.Error()
 		return
 	}
-	n.Reachable, n.PeriodStart, n.PeriodSeconds, n.BandwidthBytesPerSecond = true, st.PeriodStart, st.PeriodSeconds, st.BandwidthBytesPerSecond
-	n.CopiesScrubbed, n.BytesScrubbed, n.CopiesTotal, n.BytesTotal = st.CopiesScrubbed, st.BytesScrubbed, st.CopiesTotal, st.BytesTotal
-	n.LastFullPassAt, n.CorruptionsFound, n.CorruptionsFoundTotal = st.LastFullPassAt, st.CorruptionsFound, st.CorruptionsFoundTotal
-	n.UnreportedCorruptions, n.Running, n.Behind = st.UnreportedCorruptions, st.Running, st.Behind
+	n.Reachable, n.ScrubProgress = true, st.ScrubProgress
 }
 
 // ReportCorrupt is a node's scrubber reporting a corrupt copy.

@@ -1,11 +1,8 @@
 package storagenode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -52,24 +49,7 @@ type corruptReporter struct {
 
 func (c *corruptReporter) ReportCorrupt(ctx context.Context, f scrub.Finding) error {
 	body, _ := json.Marshal(wire.CorruptReport{BlobID: f.ID, StoredChecksum: f.Stored, ActualChecksum: f.Actual, Reason: f.Reason}) // strings only
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("coordinator answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return nil
+	return postToCoordinator(ctx, c.client, c.url, c.token, body)
 }
 
 // scrubStatus answers GET /internal/scrub.
@@ -79,16 +59,18 @@ func (s *Server) scrubStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) scrubWire(ctx context.Context) wire.ScrubStatus {
 	st := s.scrubber.Status(ctx)
-	out := wire.ScrubStatus{
-		NodeID: s.cfg.NodeID, PeriodStart: timeOrNil(st.PeriodStart), LastFullPassAt: timeOrNil(st.LastFullPassAt),
-		PeriodSeconds:           st.Period.Seconds(),
-		BandwidthBytesPerSecond: st.Bandwidth, CopiesScrubbed: st.CopiesScrubbed, BytesScrubbed: st.BytesScrubbed,
-		CopiesTotal: st.CopiesTotal, BytesTotal: st.BytesTotal, CorruptionsFound: st.CorruptionsFound,
-		CorruptionsFoundTotal: st.CorruptionsFoundTotal, UnreportedCorruptions: st.Unreported,
-		Running: st.Running, Behind: st.Behind,
+	return wire.ScrubStatus{
+		NodeID: s.cfg.NodeID,
+		ScrubProgress: wire.ScrubProgress{
+			PeriodStart: timeOrNil(st.PeriodStart), LastFullPassAt: timeOrNil(st.LastFullPassAt),
+			PeriodSeconds: st.Period.Seconds(), BandwidthBytesPerSecond: st.Bandwidth,
+			CopiesScrubbed: st.CopiesScrubbed, BytesScrubbed: st.BytesScrubbed,
+			CopiesTotal: st.CopiesTotal, BytesTotal: st.BytesTotal, CorruptionsFound: st.CorruptionsFound,
+			CorruptionsFoundTotal: st.CorruptionsFoundTotal, UnreportedCorruptions: st.Unreported,
+			Running: st.Running, Behind: st.Behind,
+		},
 		HashedCopies: st.HashedCopies, HashedBytes: st.HashedBytes, ThrottledBytes: st.ThrottledBytes,
 	}
-	return out
 }
 
 func timeOrNil(t time.Time) *time.Time {

@@ -121,11 +121,23 @@ type Registration struct {
 }
 
 // ScrubStatus is the answer of GET /internal/scrub: the scrubber's progress
-// in its current period (see package scrub). Times are RFC 3339;
-// PeriodStart is null until the scrubber has started, LastFullPassAt until
-// it has finished a pass.
+// in its current period (see package scrub).
 type ScrubStatus struct {
-	NodeID                  string     `json:"nodeId"`
+	NodeID string `json:"nodeId"`
+	ScrubProgress
+	// HashedCopies, HashedBytes and ThrottledBytes count, since the node
+	// process started, the blobs it hashed and the bytes it read through its
+	// token bucket; with the period's counts they show whether a restart
+	// resumed a pass or began it again.
+	HashedCopies   int64 `json:"hashedCopies"`
+	HashedBytes    int64 `json:"hashedBytes"`
+	ThrottledBytes int64 `json:"throttledBytes"`
+}
+
+// ScrubProgress is what the coordinator shows of a node's scrubber at GET
+// /api/cluster/scrub. Times are RFC 3339; PeriodStart is null until the
+// scrubber has started, LastFullPassAt until it has finished a pass.
+type ScrubProgress struct {
 	PeriodStart             *time.Time `json:"periodStart"`
 	PeriodSeconds           float64    `json:"periodSeconds"`
 	BandwidthBytesPerSecond int64      `json:"bandwidthBytesPerSecond"`
@@ -141,13 +153,6 @@ type ScrubStatus struct {
 	// Behind is true when the rest of the pass cannot be read within the
 	// period at the bandwidth.
 	Behind bool `json:"behind"`
-	// HashedCopies and ThrottledBytes count, since the node process
-	// started, the blobs it hashed and the bytes it read through its token
-	// bucket; with the counts above they show whether a restart resumed a
-	// pass or began it again.
-	HashedCopies   int64 `json:"hashedCopies"`
-	HashedBytes    int64 `json:"hashedBytes"`
-	ThrottledBytes int64 `json:"throttledBytes"`
 }
 
 // CorruptReport is what a node POSTs to CorruptPath when its scrubber finds
