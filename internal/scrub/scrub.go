@@ -409,8 +409,10 @@ func (s *Scrubber) sleepUntil(ctx context.Context, t time.Time) error {
 func (s *Scrubber) scrubOne(ctx context.Context, id string, buf []byte) error {
 	rc, info, err := s.o.Store.Fetch(ctx, id)
 	switch {
-	case errs.Is(err, errs.NotFound):
-		s.advance(id, 0, nil) // removed since it was listed
+	case errs.Is(err, errs.NotFound): // removed since it was listed
+		s.mu.Lock()
+		s.st.Cursor = id
+		s.mu.Unlock()
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -60,12 +61,17 @@ type recordingStore struct {
 	clock   *fakeClock
 	mu      sync.Mutex
 	fetches []fetch
+	// removed is a blob that is listed but gone by the time it is read.
+	removed string
 }
 
 func (r *recordingStore) Fetch(ctx context.Context, id string) (io.ReadSeekCloser, blob.Info, error) {
 	r.mu.Lock()
 	r.fetches = append(r.fetches, fetch{id, r.clock.Now()})
 	r.mu.Unlock()
+	if id == r.removed {
+		return nil, blob.Info{}, errs.E(errs.NotFound, "blob %s not found", id)
+	}
 	return r.Memory.Fetch(ctx, id)
 }
 
@@ -311,4 +317,16 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	_, err := New(good)
 	require.NoError(t, err)
+}
+
+func TestABlobRemovedSinceItWasListedIsNeitherCountedNorReported(t *testing.T) {
+	h := newHarness(t)
+	ids := fill(t, h.store.Memory, 4, 1<<10)
+	h.store.removed = ids[1]
+	s := h.run(time.Hour, 1<<20, epoch.Add(59*time.Minute))
+	st := s.Status(context.Background())
+	require.False(t, st.Running)
+	require.Equal(t, int64(3), st.CopiesScrubbed)
+	require.Zero(t, st.CorruptionsFound)
+	require.Empty(t, h.report.findings())
 }
