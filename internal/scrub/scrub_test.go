@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -329,4 +330,28 @@ func TestABlobRemovedSinceItWasListedIsNeitherCountedNorReported(t *testing.T) {
 	require.Equal(t, int64(3), st.CopiesScrubbed)
 	require.Zero(t, st.CorruptionsFound)
 	require.Empty(t, h.report.findings())
+}
+
+func TestStateSurvivesAnInterruptedSave(t *testing.T) {
+	h := newHarness(t)
+	fill(t, h.store.Memory, 2, 1<<10)
+	h.run(time.Hour, 1<<20, epoch.Add(50*time.Minute))
+	// A crash between a save's temp file and its rename leaves the temp
+	// file and the previous state.
+	leftover := filepath.Join(filepath.Dir(h.state), "."+StateFile+"123456")
+	require.NoError(t, os.WriteFile(leftover, []byte("{half"), 0o640))
+	s := h.run(time.Hour, 1<<20, epoch.Add(55*time.Minute))
+	require.Equal(t, int64(2), s.Status(context.Background()).CopiesScrubbed, "the saved state was read")
+	require.NoFileExists(t, leftover)
+}
+
+func TestAnUnreadableStateStartsANewPass(t *testing.T) {
+	h := newHarness(t)
+	fill(t, h.store.Memory, 3, 1<<10)
+	require.NoError(t, os.WriteFile(h.state, []byte("not json"), 0o640))
+	s := h.run(time.Hour, 1<<20, epoch.Add(59*time.Minute))
+	st := s.Status(context.Background())
+	require.Equal(t, epoch, st.PeriodStart)
+	require.Equal(t, int64(3), st.CopiesScrubbed)
+	require.False(t, st.Running)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -53,9 +54,15 @@ func (st *state) taken(ids []string) {
 	st.Unreported = slices.DeleteFunc(st.Unreported, func(u Finding) bool { return slices.Contains(ids, u.ID) })
 }
 
-// loadState reads the state at path; a missing file is the zero state.
+// loadState reads the state at path; a missing file is the zero state. The
+// temp files of saves a crash interrupted are removed first (renameio names
+// them "." + the file's name + a random suffix).
 func loadState(path string) (state, error) {
 	var st state
+	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"*"))
+	for _, l := range leftovers {
+		_ = os.Remove(l)
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
