@@ -42,6 +42,8 @@ func (s *Service) ReportCorrupt(ctx context.Context, id, node string) (CorruptRe
 	switch {
 	case errs.Is(err, errs.NotFound):
 		out.Result = ReportUnknownFile
+		s.log.Warn("a node's scrubber reported a corrupt blob that no file has; the anti-entropy sweep removes it as an orphan",
+			"blob", id, "node", node)
 		return out, nil
 	case err != nil:
 		return out, err
