@@ -1,6 +1,9 @@
 // The dfs console: draws the cluster from the REST API, one page per hash
 // route (#/overview, #/nodes, #/files, #/operations), refreshing the live
-// pages every few seconds. Every request goes to this coordinator's own
+// pages every few seconds. Two deep links act on arrival, for links from
+// alerts and runbooks: #/nodes?drain=<node> opens that node's drain
+// pre-flight (a dry run, which changes nothing), and #/files/<id>?verify=1
+// verifies the file's copies. Every request goes to this coordinator's own
 // /api with the browser's credentials; nothing is loaded from elsewhere.
 'use strict';
 
@@ -41,9 +44,11 @@
   function h(tag, attrs, ...children) {
     const el = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
+      if (v === undefined || v === null) continue;
       if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
-      else el.setAttribute(k, v === true ? '' : String(v));
+      // data-* attributes carry values, false included; others are flags.
+      else if (k.startsWith('data-')) el.setAttribute(k, String(v));
+      else if (v !== false) el.setAttribute(k, v === true ? '' : String(v));
     }
     for (const c of children.flat()) {
       if (c === undefined || c === null || c === false) continue;
@@ -211,7 +216,12 @@
     return { drawing, color };
   }
 
-  async function nodes(view, state) {
+  async function nodes(view, state, arg, params) {
+    const ask = params.get('drain');
+    if (ask && state.asked !== location.hash) {
+      state.asked = location.hash;
+      preflight(state, ask);
+    }
     const [list, ring] = await Promise.all([get('/nodes'), get('/nodes/ring?points=true')]);
     const { drawing, color } = ringDrawing(ring);
     const legend = h('table', { id: 'ring-legend' }, h('tbody', {}, ring.nodes.map((x) => {
@@ -355,8 +365,8 @@
     }
   }
 
-  async function files(view, state, arg) {
-    if (arg) return fileDetail(view, arg);
+  async function files(view, state, arg, params) {
+    if (arg) return fileDetail(view, arg, params.get('verify') === '1');
     const input = h('input', { type: 'search', id: 'file-search', value: state.query || '', placeholder: 'file name, file id, status:DEGRADED, or bucket/key' });
     const select = h('select', { id: 'file-status' }, h('option', { value: '' }, 'listed statuses'),
       STATUSES.map((s) => h('option', { value: s, selected: state.status === s }, s)));
@@ -384,7 +394,7 @@
     await run(0);
   }
 
-  async function fileDetail(view, id) {
+  async function fileDetail(view, id, verifyNow) {
     const f = await get('/files/' + encodeURIComponent(id) + '/metadata');
     const verdict = h('div', { id: 'verify-result' });
     const verify = h('button', { class: 'primary', id: 'verify', onclick: async () => {
@@ -416,6 +426,7 @@
           h('td', {}, c.nodeId), h('td', {}, badge(c.status)), h('td', {}, c.primary ? 'primary' : ''), h('td', {}, when(c.updatedAt))))),
         h('div', { class: 'actions' }, verify, h('a', { href: '../api/files/' + encodeURIComponent(f.fileId) }, 'Download')),
         verdict));
+    if (verifyNow) verify.click();
   }
 
   // ---- operations -----------------------------------------------------
@@ -468,14 +479,15 @@
 
   async function show() {
     clearTimeout(timer);
-    const [, name = 'overview', arg] = /^#\/([a-z]+)\/?(.*)$/.exec(location.hash) || [];
+    const [route, query = ''] = location.hash.split('?');
+    const [, name = 'overview', arg] = /^#\/([a-z]+)\/?(.*)$/.exec(route) || [];
     const page = pages[name] ? name : 'overview';
     for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.dataset.page === page);
     const view = document.getElementById('view');
     const mine = ++generation;
     view.dataset.page = page;
     try {
-      await pages[page](view, state, arg ? decodeURIComponent(arg) : '');
+      await pages[page](view, state, arg ? decodeURIComponent(arg) : '', new URLSearchParams(query));
       view.dataset.loaded = 'true';
     } catch (e) {
       view.replaceChildren(h('h1', {}, page), errorLine(e));
