@@ -61,6 +61,9 @@
     for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
     return el;
   };
+  // fill replaces el's children, leaving out the absent ones (null and false
+  // stand for "nothing here" throughout).
+  const fill = (el, ...kids) => el.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
   const badge = (s) => h('span', { class: 'badge ' + s }, s);
   const panel = (title, ...body) => h('section', { class: 'panel' }, title ? h('h2', {}, title) : null, ...body);
   const stat = (id, value, label) => h('div', { class: 'panel stat' },
@@ -70,7 +73,8 @@
   // bar is a progress bar of done out of total; data attributes carry the
   // numbers for whoever reads the page without eyes.
   function bar(done, total, cls) {
-    const pct = total > 0 ? Math.min(100, (100 * done) / total) : 0;
+    // An ended operation that had nothing to do is complete, not empty.
+    const pct = total > 0 ? Math.min(100, (100 * done) / total) : cls === 'ok' ? 100 : 0;
     const fill = h('div', {});
     fill.style.width = pct.toFixed(1) + '%';
     return h('div', { class: 'bar ' + (cls || ''), 'data-done': done, 'data-total': total, title: pct.toFixed(0) + '%' }, fill);
@@ -146,7 +150,7 @@
     const legend = h('div', { class: 'legend' }, copies.map((c) =>
       h('span', { 'data-copies': c }, h('i', { class: 'c' + Math.min(c, 3) }),
         c + (c === 1 ? ' copy: ' : ' copies: '), h('b', {}, num(dur.filesByCopies[String(c)])))));
-    view.replaceChildren(
+    fill(view,
       h('h1', {}, 'Cluster'),
       h('div', { class: 'grid' },
         h('div', { class: 'panel stat' }, h('div', { class: 'value' }, h('span', { id: 'health-status', class: 'badge ' + health.status }, health.status)),
@@ -210,7 +214,23 @@
       });
       drawing.append(path);
     }
-    const label = svg('text', { 'text-anchor': 'middle', y: 5, 'font-size': 14, fill: '#667085' });
+    // Inside, each node's whole share as one arc, for the proportions the
+    // interleaved arcs hide.
+    let start = 0;
+    for (const x of [...ring.nodes].sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1))) {
+      const frac = x.keyspaceSharePercent / 100;
+      if (frac <= 0) continue;
+      const a0 = 2 * Math.PI * start - Math.PI / 2;
+      const a1 = 2 * Math.PI * Math.min(1, start + frac) - Math.PI / 2 - (frac >= 1 ? 1e-4 : 0);
+      const [x0, y0] = at(a0, 72);
+      const [x1, y1] = at(a1, 72);
+      drawing.append(svg('path', {
+        d: `M ${x0} ${y0} A 72 72 0 ${a1 - a0 > Math.PI ? 1 : 0} 1 ${x1} ${y1}`,
+        fill: 'none', stroke: color(x.nodeId), 'stroke-width': 14, opacity: 0.55, class: 'share',
+      }));
+      start += frac;
+    }
+    const label = svg('text', { 'text-anchor': 'middle', y: 5, 'font-size': 13, fill: '#667085' });
     label.textContent = pts.length + ' points';
     drawing.append(label);
     return { drawing, color };
@@ -225,9 +245,9 @@
     const [list, ring] = await Promise.all([get('/nodes'), get('/nodes/ring?points=true')]);
     const { drawing, color } = ringDrawing(ring);
     const legend = h('table', { id: 'ring-legend' }, h('tbody', {}, ring.nodes.map((x) => {
-      const sw = h('i', {});
+      const sw = h('i', { class: 'swatch' });
       sw.style.background = color(x.nodeId);
-      return h('tr', { 'data-node': x.nodeId }, h('td', {}, h('span', { class: 'legend' }, sw), x.nodeId),
+      return h('tr', { 'data-node': x.nodeId }, h('td', {}, sw, x.nodeId),
         h('td', { class: 'num' }, x.keyspaceSharePercent.toFixed(2) + ' %'));
     })));
     const rows = list.map((n) => h('tr', { 'data-node': n.nodeId, 'data-status': n.status },
@@ -244,7 +264,7 @@
         : n.status !== 'DEREGISTERED'
           ? h('button', { onclick: () => preflight(state, n.nodeId), 'data-drain': n.nodeId }, 'Drain…')
           : '')));
-    view.replaceChildren(
+    fill(view,
       h('h1', {}, 'Nodes'),
       state.drainPanel,
       panel('Ring (' + ring.physicalNodes + ' nodes × ' + ring.virtualNodesPerNode + ' virtual nodes)',
@@ -257,12 +277,12 @@
   // buttons that start the drain.
   async function preflight(state, node) {
     const box = state.drainPanel;
-    box.replaceChildren(panel('Drain ' + node, h('p', { class: 'notice' }, 'Checking what a drain would do…')));
+    fill(box, panel('Drain ' + node, h('p', { class: 'notice' }, 'Checking what a drain would do…')));
     let plan;
     try {
       plan = (await call('DELETE', '/nodes/' + encodeURIComponent(node) + '?dryRun=true')).body;
     } catch (e) {
-      box.replaceChildren(panel('Drain ' + node, errorLine(e)));
+      fill(box, panel('Drain ' + node, errorLine(e)));
       return;
     }
     const result = h('div', { id: 'drain-result' });
@@ -270,13 +290,13 @@
       try {
         const q = force ? '?force=true' : '';
         const r = await call('DELETE', '/nodes/' + encodeURIComponent(node) + q);
-        result.replaceChildren(h('p', { class: 'safe' }, 'Drain of ' + node + ' started: ' +
+        fill(result, h('p', { class: 'safe' }, 'Drain of ' + node + ' started: ' +
           num(r.body.drain.filesRemaining) + ' files to move. Follow it under Operations.'));
       } catch (e) {
-        result.replaceChildren(errorLine(e));
+        fill(result, errorLine(e));
       }
     };
-    const cancel = h('button', { onclick: () => box.replaceChildren() }, 'Cancel');
+    const cancel = h('button', { onclick: () => fill(box) }, 'Cancel');
     let actions;
     if (plan.safe) {
       actions = h('div', { class: 'actions' }, h('button', { class: 'primary', id: 'drain-start', onclick: () => start(false) }, 'Start drain'), cancel);
@@ -292,7 +312,7 @@
         h('label', {}, ack, ' I understand what forcing risks'),
         h('div', { class: 'actions' }, go, cancel));
     }
-    box.replaceChildren(panel('Drain ' + node + ' — pre-flight',
+    fill(box, panel('Drain ' + node + ' — pre-flight',
       h('p', { id: 'drain-verdict', class: plan.safe ? 'safe' : 'unsafe' }, plan.safe ? 'Safe to drain.' : 'Not safe to drain:'),
       plan.reasons && plan.reasons.length ? h('ul', { class: 'reasons', id: 'drain-reasons' }, plan.reasons.map((r) => h('li', {}, r))) : null,
       h('p', {}, num(plan.filesOnNode) + ' files (' + bytes(plan.bytesOnNode) + ') leave the node; ' +
@@ -374,22 +394,22 @@
     const run = async (page) => {
       state.query = input.value;
       state.status = select.value;
-      results.replaceChildren(h('p', { class: 'notice' }, 'Searching…'));
+      fill(results, h('p', { class: 'notice' }, 'Searching…'));
       try {
         const r = await searchFiles(input.value, select.value, page);
         const pager = r.total > PAGE_SIZE ? h('div', { class: 'actions' },
           h('button', { disabled: page === 0, onclick: () => run(page - 1) }, '‹ Newer'),
           h('span', {}, 'page ' + (page + 1) + ' of ' + Math.ceil(r.total / PAGE_SIZE)),
           h('button', { disabled: (page + 1) * PAGE_SIZE >= r.total, onclick: () => run(page + 1) }, 'Older ›')) : null;
-        results.replaceChildren(h('p', { class: 'hint', id: 'file-note' }, r.note),
+        fill(results, h('p', { class: 'hint', id: 'file-note' }, r.note),
           r.items.length ? table(['Name', 'Id', 'Size#', 'Status', 'Primary', 'Created'], fileRows(r.items)) : null, pager);
       } catch (e) {
-        results.replaceChildren(errorLine(e));
+        fill(results, errorLine(e));
       }
     };
     const form = h('form', { class: 'searchrow', onsubmit: (ev) => { ev.preventDefault(); run(0); } },
       input, select, h('button', { class: 'primary', type: 'submit' }, 'Search'));
-    view.replaceChildren(h('h1', {}, 'Files'),
+    fill(view, h('h1', {}, 'Files'),
       panel(null, form, h('p', { class: 'hint' }, 'A file id opens that file; status:ACTIVE,DEGRADED lists by status; bucket/key (or s3://bucket/key) finds an object; anything else matches file names.'), results));
     await run(0);
   }
@@ -399,20 +419,20 @@
     const verdict = h('div', { id: 'verify-result' });
     const verify = h('button', { class: 'primary', id: 'verify', onclick: async () => {
       verify.disabled = true;
-      verdict.replaceChildren(h('p', { class: 'notice' }, 'Re-hashing every copy…'));
+      fill(verdict, h('p', { class: 'notice' }, 'Re-hashing every copy…'));
       try {
         const r = (await call('POST', '/files/' + encodeURIComponent(id) + '/verify')).body;
-        verdict.replaceChildren(h('p', {}, 'Verified: ', badge(r.status), ' ' + r.healthyCopies + ' healthy copies.'),
+        fill(verdict, h('p', {}, 'Verified: ', badge(r.status), ' ' + r.healthyCopies + ' healthy copies.'),
           table(['Node', 'Result', 'Copy status', 'Rebuilt', 'Detail'], r.copies.map((c) => h('tr', { 'data-node': c.nodeId, 'data-result': c.result },
             h('td', {}, c.nodeId), h('td', {}, badge(c.result)), h('td', {}, c.status ? badge(c.status) : '—'),
             h('td', {}, c.rebuilt ? 'yes' : 'no'), h('td', { class: 'mono' }, c.error || '')))));
       } catch (e) {
-        verdict.replaceChildren(errorLine(e));
+        fill(verdict, errorLine(e));
       } finally {
         verify.disabled = false;
       }
     } }, 'Verify copies');
-    view.replaceChildren(
+    fill(view,
       h('h1', {}, h('a', { href: '#/files' }, 'Files'), ' › ', f.fileName),
       panel('File',
         table(['Field', 'Value'], [
@@ -462,7 +482,7 @@
   async function operations(view) {
     const [o, scrub] = await Promise.all([get('/cluster/operations'), scrubPanel()]);
     const head = ['Kind', 'Trigger', 'Node', 'State', 'Progress', 'Moved#', 'Rate#', 'ETA / took#', 'When'];
-    view.replaceChildren(h('h1', {}, 'Operations'),
+    fill(view, h('h1', {}, 'Operations'),
       panel('Running', o.running.length ? table(head, o.running.map(opRow)) : h('p', { class: 'notice', id: 'none-running' }, 'Nothing is running.')),
       panel('Recent', o.recent.length ? table(head, o.recent.map(opRow)) : h('p', { class: 'notice' }, 'No operation has finished since this coordinator started.')),
       scrub,
@@ -490,7 +510,7 @@
       await pages[page](view, state, arg ? decodeURIComponent(arg) : '', new URLSearchParams(query));
       view.dataset.loaded = 'true';
     } catch (e) {
-      view.replaceChildren(h('h1', {}, page), errorLine(e));
+      fill(view, h('h1', {}, page), errorLine(e));
       view.dataset.loaded = 'error';
     }
     refreshHealth();
@@ -499,7 +519,7 @@
   }
 
   window.addEventListener('hashchange', () => {
-    state.drainPanel.replaceChildren();
+    fill(state.drainPanel);
     show();
   });
   show();
