@@ -145,15 +145,17 @@ func TestConsoleShowsTheCluster(t *testing.T) {
 		require.Equal(t, "UNHEALTHY", doc.Find(`#view table tr[data-status][data-node="`+victim+`"]`).AttrOr("data-status", ""))
 		require.Zero(t, doc.Find(`#ring path[data-node="`+victim+`"]`).Length(), "an evicted node is off the ring")
 
-		var snap ops.Snapshot
-		require.Equal(t, http.StatusOK, c.getJSON("/api/cluster/operations", &snap))
 		var failed *ops.Operation
-		for i, o := range snap.Recent {
-			if o.Kind == ops.Rebalance && o.Trigger == "FAILED" && o.NodeID == victim {
-				failed = &snap.Recent[i]
+		eventually(t, settleTimeout, "the eviction's rebalance to be among the recent operations", func() (bool, string) {
+			var snap ops.Snapshot
+			require.Equal(t, http.StatusOK, c.getJSON("/api/cluster/operations", &snap))
+			for i, o := range snap.Recent {
+				if o.Kind == ops.Rebalance && o.Trigger == "FAILED" && o.NodeID == victim {
+					failed = &snap.Recent[i]
+				}
 			}
-		}
-		require.NotNil(t, failed, "the eviction's rebalance is among the recent operations: %+v", snap)
+			return failed != nil, fmt.Sprintf("%+v", snap)
+		})
 		doc = c.page(bin, "#/operations")
 		row := doc.Find(`tr[data-op="` + failed.ID + `"]`)
 		require.Equal(t, 1, row.Length(), "the page lists the eviction's rebalance")

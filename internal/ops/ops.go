@@ -6,7 +6,9 @@
 // operations it runs itself, a restart forgets the history, and the history
 // is bounded (the oldest finished operation goes first). Operations are
 // counted as they go by their owner (Op.Add) and ended once (Op.Finish);
-// everything else (rate, ETA) is derived when asked.
+// everything else (rate, ETA) is derived when asked. The history is bounded
+// per kind, so that repair passes, which come every REPAIR_INTERVAL, cannot
+// push the last drain out of it.
 package ops
 
 import (
@@ -61,7 +63,8 @@ type Operation struct {
 	Report any `json:"report,omitempty"`
 }
 
-// DefaultHistory is how many finished operations a Tracker keeps.
+// DefaultHistory is how many finished operations of each kind a Tracker
+// keeps.
 const DefaultHistory = 100
 
 // Tracker records operations. The nil *Tracker records nothing, so code that
@@ -80,7 +83,8 @@ type Tracker struct {
 
 // Options configures a Tracker.
 type Options struct {
-	// History bounds the finished operations kept (DefaultHistory).
+	// History bounds the finished operations kept of each kind
+	// (DefaultHistory).
 	History int
 	// Now is the clock (time.Now).
 	Now func() time.Time
@@ -158,8 +162,15 @@ func (o *Op) Finish(ok bool, report any) {
 	defer t.mu.Unlock()
 	t.running = slices.DeleteFunc(t.running, func(r *Op) bool { return r == o })
 	t.recent = append(t.recent, snap)
-	if over := len(t.recent) - t.history; over > 0 {
-		t.recent = slices.Delete(t.recent, 0, over)
+	kept := 0
+	for _, r := range t.recent {
+		if r.Kind == o.kind {
+			kept++
+		}
+	}
+	if kept > t.history {
+		oldest := slices.IndexFunc(t.recent, func(r Operation) bool { return r.Kind == o.kind })
+		t.recent = slices.Delete(t.recent, oldest, oldest+1)
 	}
 }
 

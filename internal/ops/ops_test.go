@@ -75,7 +75,7 @@ func TestFinishedOperationsMoveToTheBoundedHistory(t *testing.T) {
 
 	snap := tr.List()
 	require.Empty(t, snap.Running)
-	require.Len(t, snap.Recent, 3, "only the latest History are kept")
+	require.Len(t, snap.Recent, 4, "the latest History repairs are kept, and the rebalance")
 	require.Equal(t, ops.Rebalance, snap.Recent[0].Kind, "newest first")
 	require.Equal(t, ops.Failed, snap.Recent[0].State)
 	require.Equal(t, map[string]string{"error": "metadata store down"}, asMap(t, snap.Recent[0].Report))
@@ -87,6 +87,15 @@ func TestFinishedOperationsMoveToTheBoundedHistory(t *testing.T) {
 		require.Nil(t, o.EtaSeconds, "an ended operation has no ETA")
 	}
 	require.NotEqual(t, snap.Recent[1].ID, snap.Recent[2].ID)
+	require.Equal(t, map[string]int{"n": 2}, snap.Recent[3].Report, "the two oldest repairs are gone")
+
+	// Repairs do not push the rebalance out: the bound is per kind.
+	for range 5 {
+		tr.Start(ops.Repair, "REPAIR", "", 0).Finish(true, nil)
+	}
+	snap = tr.List()
+	require.Len(t, snap.Recent, 4)
+	require.Equal(t, ops.Rebalance, snap.Recent[3].Kind, "the rebalance is kept")
 }
 
 // asMap reads a failure report back through its JSON field names.

@@ -486,7 +486,7 @@
       panel('Running', o.running.length ? table(head, o.running.map(opRow)) : h('p', { class: 'notice', id: 'none-running' }, 'Nothing is running.')),
       panel('Recent', o.recent.length ? table(head, o.recent.map(opRow)) : h('p', { class: 'notice' }, 'No operation has finished since this coordinator started.')),
       scrub,
-      h('p', { class: 'hint' }, 'Operations are those this coordinator ran since it started, the latest ' + 100 + ' kept.'));
+      h('p', { class: 'hint' }, 'Operations are those this coordinator ran since it started; the latest 100 of each kind are kept.'));
   }
 
   // ---- routing --------------------------------------------------------
