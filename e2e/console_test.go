@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +98,18 @@ func TestConsoleShowsTheCluster(t *testing.T) {
 		for _, f := range files {
 			require.Equal(t, "ACTIVE", doc.Find(`tr[data-file="`+f.res.FileID+`"]`).AttrOr("data-status", ""), f.name)
 		}
+		// The search box: a name, an id, and a bucket/key, which waits for
+		// the S3 API.
+		for _, q := range []string{files[1].name, files[1].res.FileID} {
+			doc = c.page(bin, "#/files?q="+url.QueryEscape(q))
+			rows := doc.Find("tr[data-file]")
+			require.Equal(t, 1, rows.Length(), "one file matches %q", q)
+			require.Equal(t, files[1].res.FileID, rows.AttrOr("data-file", ""))
+		}
+		doc = c.page(bin, "#/files?q="+url.QueryEscape("photos/2026/a.jpg"))
+		require.Zero(t, doc.Find("tr[data-file]").Length())
+		require.Contains(t, text(doc.Find("#file-note")), "S3 API")
+
 		id := files[0].res.FileID
 		doc = c.page(bin, "#/files/"+id+"?verify=1")
 		require.Equal(t, id, text(doc.Find("#file-id")))

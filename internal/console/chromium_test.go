@@ -29,6 +29,22 @@ const operationsAnswer = `{"running":[{"id":"x-1","kind":"DRAIN","trigger":"DERE
  "done":3,"total":12,"bytesDone":3072,"bytesPerSecond":1024,"etaSeconds":9,"startedAt":"2026-12-01T12:00:00Z","finishedAt":null}],
  "recent":[]}`
 
+// nodesAnswer has node-3 half drained; ringAnswer is the ring without it
+// (two nodes at VIRTUAL_NODES=2, as API.md's example).
+const nodesAnswer = `[
+ {"nodeId":"node-1","host":"127.0.0.1","port":9001,"status":"HEALTHY","onRing":true,"keyspaceSharePercent":19.57,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":3,
+  "blobCount":7,"bytesUsed":7168,"freeBytes":1073741824},
+ {"nodeId":"node-3","host":"127.0.0.1","port":9003,"status":"DEREGISTERED","onRing":false,"keyspaceSharePercent":0,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":3,
+  "drain":{"id":"x-1","kind":"DRAIN","trigger":"DEREGISTERED","nodeId":"node-3","state":"RUNNING","done":3,"total":12,
+   "bytesDone":3072,"bytesPerSecond":1024,"etaSeconds":9,"startedAt":"2026-12-01T12:00:00Z","finishedAt":null}}]`
+
+const ringAnswer = `{"physicalNodes":2,"virtualNodesPerNode":2,"totalRingPositions":4,
+ "nodes":[{"nodeId":"node-2","keyspaceSharePercent":80.43},{"nodeId":"node-1","keyspaceSharePercent":19.57}],
+ "points":[{"nodeId":"node-1","position":53367683256895997},{"nodeId":"node-2","position":6365551437590537204},
+  {"nodeId":"node-1","position":6903187661124769136},{"nodeId":"node-2","position":8009011069314504270}]}`
+
 // fakeCoordinator serves the console and the few API answers the
 // operations page reads; scrub says whether the scrub route exists.
 func fakeCoordinator(scrub bool) http.Handler {
@@ -42,6 +58,8 @@ func fakeCoordinator(scrub bool) http.Handler {
 	}
 	mux.Handle("/api/health", answer(`{"status":"UP"}`))
 	mux.Handle("/api/cluster/operations", answer(operationsAnswer))
+	mux.Handle("/api/nodes", answer(nodesAnswer))
+	mux.Handle("/api/nodes/ring", answer(ringAnswer))
 	if scrub {
 		mux.Handle("/api/cluster/scrub", answer(scrubAnswer))
 	}
@@ -90,4 +108,27 @@ func TestTheScrubPanelRendersTheScrubbersAnswer(t *testing.T) {
 
 	doc = load(t, fakeCoordinator(false), "/console/#/operations")
 	require.Equal(t, "scrubber not available on this coordinator", doc.Find("#scrub-missing").Text())
+}
+
+// A node being drained shows its drain's progress instead of a drain
+// button, and the ring is drawn with one arc per run of a node's points.
+func TestTheNodesPageShowsADrainAndTheRingsArcs(t *testing.T) {
+	doc := load(t, fakeCoordinator(false), "/console/#/nodes")
+	draining := doc.Find(`tr[data-status="DEREGISTERED"][data-node="node-3"]`)
+	require.Equal(t, "3", draining.Find(".drain .bar").AttrOr("data-done", ""))
+	require.Equal(t, "12", draining.Find(".drain .bar").AttrOr("data-total", ""))
+	require.Contains(t, draining.Text(), "ETA 9s")
+	require.Zero(t, draining.Find("button").Length(), "no drain button for a node being drained")
+	healthy := doc.Find(`tr[data-status="HEALTHY"][data-node="node-1"]`)
+	require.Equal(t, "node-1", healthy.Find("button[data-drain]").AttrOr("data-drain", ""))
+	require.Equal(t, "7", healthy.Find(`[data-field="blobCount"]`).Text())
+
+	// Points alternate 1, 2, 1, 2, and node-2's last arc runs up to where
+	// node-1's first one, wrapping past 0, begins: four arcs.
+	arcs := doc.Find("#ring path[data-node]")
+	require.Equal(t, 4, arcs.Length())
+	var owners []string
+	arcs.Each(func(_ int, s *goquery.Selection) { owners = append(owners, s.AttrOr("data-node", "")) })
+	require.Equal(t, []string{"node-1", "node-2", "node-1", "node-2"}, owners)
+	require.Equal(t, 2, doc.Find("#ring path.share").Length(), "one share arc per node")
 }

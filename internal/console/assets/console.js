@@ -1,6 +1,7 @@
 // The dfs console: draws the cluster from the REST API, one page per hash
 // route (#/overview, #/nodes, #/files, #/operations), refreshing the live
-// pages every few seconds. Two deep links act on arrival, for links from
+// pages every few seconds. A file search is in the address
+// (#/files?q=…&status=…), and two deep links act on arrival, for links from
 // alerts and runbooks: #/nodes?drain=<node> opens that node's drain
 // pre-flight (a dry run, which changes nothing), and #/files/<id>?verify=1
 // verifies the file's copies. Every request goes to this coordinator's own
@@ -387,16 +388,18 @@
 
   async function files(view, state, arg, params) {
     if (arg) return fileDetail(view, arg, params.get('verify') === '1');
-    const input = h('input', { type: 'search', id: 'file-search', value: state.query || '', placeholder: 'file name, file id, status:DEGRADED, or bucket/key' });
+    // The search is in the address (#/files?q=…&status=…), so a search can
+    // be linked to and the back button goes back to it.
+    const query = params.get('q') || '';
+    const status = params.get('status') || '';
+    const input = h('input', { type: 'search', id: 'file-search', value: query, placeholder: 'file name, file id, status:DEGRADED, or bucket/key' });
     const select = h('select', { id: 'file-status' }, h('option', { value: '' }, 'listed statuses'),
-      STATUSES.map((s) => h('option', { value: s, selected: state.status === s }, s)));
+      STATUSES.map((s) => h('option', { value: s, selected: status === s }, s)));
     const results = h('div', { id: 'file-results' });
     const run = async (page) => {
-      state.query = input.value;
-      state.status = select.value;
       fill(results, h('p', { class: 'notice' }, 'Searching…'));
       try {
-        const r = await searchFiles(input.value, select.value, page);
+        const r = await searchFiles(query, status, page);
         const pager = r.total > PAGE_SIZE ? h('div', { class: 'actions' },
           h('button', { disabled: page === 0, onclick: () => run(page - 1) }, '‹ Newer'),
           h('span', {}, 'page ' + (page + 1) + ' of ' + Math.ceil(r.total / PAGE_SIZE)),
@@ -407,10 +410,16 @@
         fill(results, errorLine(e));
       }
     };
-    const form = h('form', { class: 'searchrow', onsubmit: (ev) => { ev.preventDefault(); run(0); } },
+    const submit = (ev) => {
+      ev.preventDefault();
+      const want = '#/files?' + new URLSearchParams({ q: input.value.trim(), status: select.value });
+      if (location.hash === want) run(0);
+      else location.hash = want;
+    };
+    const form = h('form', { class: 'searchrow', onsubmit: submit },
       input, select, h('button', { class: 'primary', type: 'submit' }, 'Search'));
     fill(view, h('h1', {}, 'Files'),
-      panel(null, form, h('p', { class: 'hint' }, 'A file id opens that file; status:ACTIVE,DEGRADED lists by status; bucket/key (or s3://bucket/key) finds an object; anything else matches file names.'), results));
+      panel(null, form, h('p', { class: 'hint' }, 'A file id finds that file; status:ACTIVE,DEGRADED lists by status; bucket/key (or s3://bucket/key) finds an object; anything else matches file names.'), results));
     await run(0);
   }
 
