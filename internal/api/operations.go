@@ -17,11 +17,9 @@ type Operations interface {
 var _ Operations = (*ops.Tracker)(nil)
 
 func (s *server) operations(w http.ResponseWriter, _ *http.Request) {
-	var snap ops.Snapshot
+	snap := ops.Snapshot{Running: []ops.Operation{}, Recent: []ops.Operation{}}
 	if s.Operations != nil {
 		snap = s.Operations.List()
-	} else {
-		snap = (*ops.Tracker)(nil).List()
 	}
 	httpx.WriteJSON(w, http.StatusOK, snap)
 }

@@ -99,3 +99,25 @@ func TestRingPointsAreListedInRingOrder(t *testing.T) {
 	require.Equal(t, map[string]int{"node-1": 100, "node-2": 100}, per)
 	require.Contains(t, r.Points, point{"node-1", 6903187661124769136}, "CONTRACT.md's vector: node-1#0")
 }
+
+// The console is served by the API's own router, behind its middleware (the
+// request id shows it ran), so whatever guards the API guards the console.
+func TestTheConsoleIsOnTheAPIRouter(t *testing.T) {
+	h := api.New(api.Options{})
+	for _, tc := range []struct {
+		target string
+		status int
+	}{
+		{"/console/", http.StatusOK},
+		{"/console/console.js", http.StatusOK},
+		{"/console", http.StatusMovedPermanently},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.target, nil))
+		require.Equal(t, tc.status, rec.Code, tc.target)
+		require.NotEmpty(t, rec.Header().Get("X-Request-Id"), "the router's middleware ran for %s", tc.target)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/console/", nil))
+	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+}
