@@ -12,27 +12,9 @@ import (
 	"github.com/dfs-project/dfs/internal/ops"
 )
 
-// clock is a settable time source.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestARunningOperationShowsRateAndETA(t *testing.T) {
-	c := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	tr := ops.New(ops.Options{Now: c.now})
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	tr := ops.New(ops.Options{Now: func() time.Time { return now }})
 	op := tr.Start(ops.Drain, "DEREGISTERED", "node-3", 10)
 
 	got := tr.List().Running
@@ -41,7 +23,7 @@ func TestARunningOperationShowsRateAndETA(t *testing.T) {
 	require.Equal(t, ops.Running, got[0].State)
 	require.Nil(t, got[0].FinishedAt)
 
-	c.advance(2 * time.Second)
+	now = now.Add(2 * time.Second)
 	op.Add(4, 8000)
 	got = tr.List().Running
 	require.EqualValues(t, 4, got[0].Done)
@@ -61,12 +43,12 @@ func TestARunningOperationShowsRateAndETA(t *testing.T) {
 }
 
 func TestFinishedOperationsMoveToTheBoundedHistory(t *testing.T) {
-	c := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	tr := ops.New(ops.Options{Now: c.now, History: 3})
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	tr := ops.New(ops.Options{Now: func() time.Time { return now }, History: 3})
 	for i := range 5 {
 		op := tr.Start(ops.Repair, "REPAIR", "", 1)
 		op.Add(1, int64(i))
-		c.advance(time.Second)
+		now = now.Add(time.Second)
 		op.Finish(i%2 == 0, map[string]int{"n": i})
 	}
 	failing := tr.Start(ops.Rebalance, "MANUAL", "", 0)
