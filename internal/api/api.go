@@ -72,6 +72,7 @@ type Options struct {
 	Rebalancer Rebalancer
 	Health     Health
 	Durability Durability
+	Scrub      Scrub
 	// Operations, when set, answers GET /api/cluster/operations and adds a
 	// running drain to its node.
 	Operations Operations
@@ -138,9 +139,11 @@ func New(o Options) http.Handler {
 		r.Get("/nodes/{nodeId}", s.getNode)
 		r.Delete("/nodes/{nodeId}", s.deregister)
 		r.Post("/nodes/{nodeId}/rejoin", s.rejoin)
+		r.With(s.requireToken).Post("/nodes/{nodeId}/corrupt", s.reportCorrupt)
 
 		r.Get("/health", s.clusterHealth)
 		r.Get("/cluster/durability", s.durability)
+		r.Get("/cluster/scrub", s.scrub)
 		r.Get("/cluster/operations", s.operations)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)

@@ -49,6 +49,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"HealthCheckResult": HealthCheckResult{},
 		"DurabilityReport":  DurabilityReport{},
 		"NodeRisk":          NodeRisk{},
+		"ScrubReport":       ScrubReport{},
+		"NodeScrub":         NodeScrub{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {

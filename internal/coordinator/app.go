@@ -206,6 +206,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		MaxFileSize: cfg.MaxFileSize,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Observe:     a.metrics.ObserveHTTP,
+		Scrub:       &scrubView{nodes: store.ListNodes, addr: a.members.BaseURL, status: nodes.Scrub, files: a.files},
 		NodeStats: func(ctx context.Context, id string) (api.NodeStorage, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {
