@@ -36,6 +36,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"RegisterRequest":   RegisterRequest{},
 		"Ring":              RingInfo{},
 		"RingShare":         RingShare{},
+		"RingPoint":         RingPoint{},
+		"Operation":         Operation{},
 		"RebalanceReport":   RebalanceReport{},
 		"DrainReport":       DrainReport{},
 		"DeregisterResult":  DeregisterResult{},
