@@ -113,18 +113,8 @@ func (c *Durability) Describe(ch chan<- *prometheus.Desc) {
 func (c *Durability) Collect(ch chan<- prometheus.Metric) {
 	r, err := c.report.get()
 	if err == nil {
-		d, headroom, rf := r.d, r.headroom, c.rf
-		buckets := make([]int, rf+1)
-		for copies, files := range d.FilesByCopies {
-			buckets[min(copies, rf)] += files
-		}
-		for copies, files := range buckets {
-			label := strconv.Itoa(copies)
-			if copies == rf {
-				label += "+"
-			}
-			ch <- prometheus.MustNewConstMetric(c.files, prometheus.GaugeValue, float64(files), label)
-		}
+		d, headroom := r.d, r.headroom
+		collectByCopies(ch, c.files, d.FilesByCopies, c.rf)
 		ch <- prometheus.MustNewConstMetric(c.atRisk, prometheus.GaugeValue, float64(d.BytesAtRisk))
 		ch <- prometheus.MustNewConstMetric(c.headroom, prometheus.GaugeValue, float64(headroom))
 		for _, n := range d.Nodes {
@@ -133,4 +123,21 @@ func (c *Durability) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.errors.Collect(ch)
+}
+
+// collectByCopies sends desc, labelled by copies, for every count of copies
+// below top, at zero when no file has it, and for top and more under
+// "<top>+"; byCopies maps a number of copies to the files that have it.
+func collectByCopies(ch chan<- prometheus.Metric, desc *prometheus.Desc, byCopies map[int]int, top int) {
+	buckets := make([]int, top+1)
+	for copies, files := range byCopies {
+		buckets[min(copies, top)] += files
+	}
+	for copies, files := range buckets {
+		label := strconv.Itoa(copies)
+		if copies == top {
+			label += "+"
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(files), label)
+	}
 }

@@ -1,6 +1,6 @@
 // Package rebalance decides which files a membership change or a manual
 // request affects and runs the reconciler over them with bounded
-// parallelism, producing one report per run.
+// parallelism, those closest to loss first, producing one report per run.
 //
 // Which files a trigger visits:
 //   - a node failed or was deregistered: the files with a copy on it (an
@@ -112,6 +112,11 @@ type Options struct {
 	// FreeSpace, when set, asks a node how many bytes it can still take,
 	// for drain plans; without it no node's free space is known.
 	FreeSpace func(ctx context.Context, nodeID string) (int64, error)
+	// RiskOrder, when set, puts the files of every run in the order they
+	// are reconciled: those closest to loss first (meta.Store.FileIDsByRisk),
+	// leaving out the ones that no longer exist. Without it, or when it
+	// fails, files go in the order they were listed.
+	RiskOrder func(ctx context.Context, ids []string) ([]string, error)
 }
 
 // DefaultParallelism is how many files a run reconciles at once unless told
@@ -312,9 +317,26 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 	return rep
 }
 
-// runFiles reconciles the given files with bounded parallelism.
+// byRisk orders ids for a run (see Options.RiskOrder).
+func (b *Rebalancer) byRisk(ctx context.Context, trigger Trigger, node string, ids []string) []string {
+	if b.o.RiskOrder == nil || len(ids) < 2 {
+		return ids
+	}
+	ordered, err := b.o.RiskOrder(ctx, ids)
+	if err != nil {
+		// The order only decides what is safe soonest; the work is the same.
+		b.log.Warn("could not order the run's files by risk; reconciling them in the order listed",
+			"trigger", trigger, "node", node, "files", len(ids), "err", err)
+		return ids
+	}
+	return ordered
+}
+
+// runFiles reconciles the given files, those closest to loss first, with
+// bounded parallelism.
 func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
 	start := time.Now()
+	ids = b.byRisk(ctx, trigger, node, ids)
 	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
 	live, end := b.live.begin(trigger, node, len(ids), start)
 	defer end()
