@@ -149,6 +149,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	rec := reconcile.New(reconcile.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, ReplicationFactor: cfg.ReplicationFactor, Logger: log,
 		Lock: locker, LockTTL: cfg.LeaseTTL,
+		Throttle: reconcile.NewThrottle(cfg.RebalanceBandwidth, metrics.NewCopyThrottle(reg).Paced),
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,

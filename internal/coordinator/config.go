@@ -45,6 +45,7 @@ type Config struct {
 	ContentCacheSize            int64         // CONTENT_CACHE_SIZE: memory for verified bytes of small files (0: off)
 	ContentCacheMaxFile         int64         // CONTENT_CACHE_MAX_FILE: the largest file the content cache keeps
 	RebalanceParallelism        int           // REBALANCE_PARALLELISM: files one rebalance run reconciles at once
+	RebalanceBandwidth          int64         // REBALANCE_BANDWIDTH: bytes/s of all rebalance, drain and repair copies together (0: unlimited)
 	SpoolMemoryMax              int64         // SPOOL_MEMORY_MAX: largest upload held in memory rather than a spool file
 	SpoolMemoryLimit            int64         // SPOOL_MEMORY_LIMIT: memory all in-memory uploads may hold at once
 	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
@@ -54,6 +55,11 @@ type Config struct {
 	LogFormat                   string        // LOG_FORMAT
 	PprofAddr                   string        // PPROF_ADDR
 }
+
+// minRebalanceBandwidth is the lowest REBALANCE_BANDWIDTH other than 0:
+// below it, repairing even one node's worth of files would take days, which
+// is a typo rather than a choice.
+const minRebalanceBandwidth = 64 << 10
 
 // Addr is the listen address.
 func (c Config) Addr() string { return fmt.Sprintf("%s:%d", c.Host, c.Port) }
@@ -88,6 +94,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		ContentCacheSize:            l.Size("CONTENT_CACHE_SIZE", 0),
 		ContentCacheMaxFile:         l.Size("CONTENT_CACHE_MAX_FILE", 64<<10),
 		RebalanceParallelism:        l.Int("REBALANCE_PARALLELISM", rebalance.DefaultParallelism, 1, 1024),
+		RebalanceBandwidth:          l.Size("REBALANCE_BANDWIDTH", 0),
 		SpoolMemoryMax:              l.Size("SPOOL_MEMORY_MAX", 256<<10),
 		SpoolMemoryLimit:            l.Size("SPOOL_MEMORY_LIMIT", 16<<20),
 		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),
@@ -135,6 +142,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.SpoolMemoryMax > c.SpoolMemoryLimit {
 		problems = append(problems, fmt.Errorf("SPOOL_MEMORY_MAX=%d: larger than SPOOL_MEMORY_LIMIT=%d, so no upload could be held in memory", c.SpoolMemoryMax, c.SpoolMemoryLimit))
+	}
+	if c.RebalanceBandwidth != 0 && c.RebalanceBandwidth < minRebalanceBandwidth {
+		problems = append(problems, fmt.Errorf("REBALANCE_BANDWIDTH=%d: 0 (unlimited) or at least 64KiB (bytes per second)", c.RebalanceBandwidth))
 	}
 	if c.AntiEntropyInterval <= 0 {
 		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_INTERVAL=%s: must be positive", c.AntiEntropyInterval))
