@@ -509,7 +509,7 @@ func (b *bench) rebalanceRun(ctx context.Context, run int, s *series, key string
 	if err != nil {
 		return err
 	}
-	b.logf("rebalance on join, run %d of %d: adding %s; the ring predicts %d of %d files gain a copy there", run+1, b.runs, newNode, len(predicted), len(ids))
+	b.logf("%s run %d of %d: adding %s; the ring predicts %d of %d files gain a copy there", key, run+1, b.runs, newNode, len(predicted), len(ids))
 	stopLoad := make(chan struct{})
 	loadDone := b.joinLoad(ctx, bc, ids, b.joinClients, stopLoad)
 	start := time.Now()
