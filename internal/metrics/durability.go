@@ -47,7 +47,7 @@ type Durability struct {
 	rf                                int
 	files, atRisk, headroom, nodeLeft *prometheus.Desc
 	errors                            prometheus.Counter
-	report                            scrapeCache[durabilitySample]
+	report                            *scrapeCache[durabilitySample]
 }
 
 // durabilitySample is one answer of a DurabilityFunc.
@@ -63,19 +63,14 @@ func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
 	if o.ReplicationFactor <= 0 {
 		o.ReplicationFactor = 3
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultDurabilityTimeout
-	}
-	if o.CacheFor <= 0 {
-		o.CacheFor = DefaultDurabilityCacheFor
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	errors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dfs_durability_errors_total",
-		Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
-	})
+	report := newScrapeCache(func(ctx context.Context) (durabilitySample, error) {
+		d, headroom, err := sample(ctx)
+		return durabilitySample{d: d, headroom: headroom}, err
+	}, scrapeOptions{o.Timeout, o.CacheFor, o.Logger}, DefaultDurabilityTimeout, DefaultDurabilityCacheFor,
+		"durability", prometheus.CounterOpts{
+			Name: "dfs_durability_errors_total",
+			Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
+		})
 	return &Durability{
 		rf: o.ReplicationFactor,
 		files: prometheus.NewDesc("dfs_durability_files",
@@ -88,15 +83,8 @@ func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
 		nodeLeft: prometheus.NewDesc("dfs_durability_node_files_left",
 			"Files that would be left with this many healthy copies (1 or 0) if this node failed now.",
 			[]string{"node", "copies"}, nil),
-		errors: errors,
-		report: scrapeCache[durabilitySample]{
-			sample: func(ctx context.Context) (durabilitySample, error) {
-				d, headroom, err := sample(ctx)
-				return durabilitySample{d: d, headroom: headroom}, err
-			},
-			timeout: o.Timeout, cacheFor: o.CacheFor,
-			errors: errors, log: o.Logger, what: "durability", now: time.Now,
-		},
+		errors: report.errors,
+		report: report,
 	}
 }
 

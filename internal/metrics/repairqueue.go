@@ -39,7 +39,7 @@ type RepairQueue struct {
 	rf     int
 	files  *prometheus.Desc
 	errors prometheus.Counter
-	counts scrapeCache[map[int]int]
+	counts *scrapeCache[map[int]int]
 }
 
 var _ prometheus.Collector = (*RepairQueue)(nil)
@@ -49,29 +49,18 @@ func NewRepairQueue(count RepairQueueFunc, o RepairQueueOptions) *RepairQueue {
 	if o.ReplicationFactor <= 0 {
 		o.ReplicationFactor = 3
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultCountTimeout
-	}
-	if o.CacheFor <= 0 {
-		o.CacheFor = DefaultCountCacheFor
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	errors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dfs_repair_queue_errors_total",
-		Help: "Failed or timed-out counts of the repair queue; while failing, dfs_repair_queue_files is absent from scrapes.",
-	})
+	counts := newScrapeCache(count, scrapeOptions{o.Timeout, o.CacheFor, o.Logger}, DefaultCountTimeout, DefaultCountCacheFor,
+		"the repair queue", prometheus.CounterOpts{
+			Name: "dfs_repair_queue_errors_total",
+			Help: "Failed or timed-out counts of the repair queue; while failing, dfs_repair_queue_files is absent from scrapes.",
+		})
 	return &RepairQueue{
 		rf: o.ReplicationFactor,
 		files: prometheus.NewDesc("dfs_repair_queue_files",
 			"Files waiting for repair (DEGRADED and FAILED) by ACTIVE copies left; the repair loop takes the fewest first.",
 			[]string{"copies"}, nil),
-		errors: errors,
-		counts: scrapeCache[map[int]int]{
-			sample: count, timeout: o.Timeout, cacheFor: o.CacheFor,
-			errors: errors, log: o.Logger, what: "the repair queue", now: time.Now,
-		},
+		errors: counts.errors,
+		counts: counts,
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
@@ -22,13 +21,8 @@ const (
 
 // FileIDsByRisk orders the existing files among ids for repair.
 func (s *Store) FileIDsByRisk(ctx context.Context, ids []string) ([]string, error) {
-	for _, id := range ids {
-		if !rules.CanonicalFileID(id) {
-			return nil, errs.E(errs.Invalid, "file id %q is not a canonical UUID", id)
-		}
-	}
-	if len(ids) == 0 {
-		return []string{}, nil
+	if err := rules.CheckFileIDs(ids); err != nil || len(ids) == 0 {
+		return []string{}, err
 	}
 	return s.collectIDs(ctx, "order files by risk", sqlFileIDsByRisk, ids)
 }
