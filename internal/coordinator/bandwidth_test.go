@@ -15,12 +15,12 @@ func TestConfigRebalanceBandwidth(t *testing.T) {
 	c, err := LoadConfig(envconf.FromMap(nil))
 	require.NoError(t, err)
 	require.Zero(t, c.RebalanceBandwidth, "unlimited by default")
-	for v, want := range map[string]int64{"0": 0, "10MiB": 10 << 20, "65536": 64 << 10} {
+	for v, want := range map[string]int64{"0": 0, "10MiB": 10 << 20, "65536": 64 << 10, "1KB": 1 << 10} {
 		c, err := LoadConfig(envconf.FromMap(map[string]string{"REBALANCE_BANDWIDTH": v}))
 		require.NoError(t, err, v)
 		require.Equal(t, want, c.RebalanceBandwidth, v)
 	}
-	for _, v := range []string{"1KB", "-5", "fast", "65535"} {
+	for _, v := range []string{"-5", "fast", "1.5MB", "9999999999GiB"} {
 		_, err := LoadConfig(envconf.FromMap(map[string]string{"REBALANCE_BANDWIDTH": v}))
 		require.Error(t, err, v)
 		require.Contains(t, err.Error(), "REBALANCE_BANDWIDTH", v)

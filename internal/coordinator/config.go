@@ -56,11 +56,6 @@ type Config struct {
 	PprofAddr                   string        // PPROF_ADDR
 }
 
-// minRebalanceBandwidth is the lowest REBALANCE_BANDWIDTH other than 0:
-// below it, repairing even one node's worth of files would take days, which
-// is a typo rather than a choice.
-const minRebalanceBandwidth = 64 << 10
-
 // Addr is the listen address.
 func (c Config) Addr() string { return fmt.Sprintf("%s:%d", c.Host, c.Port) }
 
@@ -142,9 +137,6 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.SpoolMemoryMax > c.SpoolMemoryLimit {
 		problems = append(problems, fmt.Errorf("SPOOL_MEMORY_MAX=%d: larger than SPOOL_MEMORY_LIMIT=%d, so no upload could be held in memory", c.SpoolMemoryMax, c.SpoolMemoryLimit))
-	}
-	if c.RebalanceBandwidth != 0 && c.RebalanceBandwidth < minRebalanceBandwidth {
-		problems = append(problems, fmt.Errorf("REBALANCE_BANDWIDTH=%d: 0 (unlimited) or at least 64KiB (bytes per second)", c.RebalanceBandwidth))
 	}
 	if c.AntiEntropyInterval <= 0 {
 		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_INTERVAL=%s: must be positive", c.AntiEntropyInterval))
