@@ -31,6 +31,7 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore"
 	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/redisx"
@@ -53,6 +54,7 @@ type App struct {
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
 	metrics    *metrics.Coordinator
+	ops        *ops.Tracker        // this process's rebalances, drains and repairs
 	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
 	redis      *redisx.Client      // nil without REDIS_URL
 	// notices publishes membership changes to Redis, off the registry's
@@ -77,7 +79,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		dirLock.Close()
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024)}
+	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024), ops: ops.New(ops.Options{})}
 	a.content = contentcache.New(cfg.ContentCacheSize, cfg.ContentCacheMaxFile)
 	a.metrics = metrics.NewCoordinator(reg, metrics.Options{
 		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
@@ -154,7 +156,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
 		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: locker,
-		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status, RiskOrder: store.FileIDsByRisk,
+		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status, Ops: a.ops, RiskOrder: store.FileIDsByRisk,
 		FreeSpace: func(ctx context.Context, id string) (int64, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {
@@ -201,6 +203,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
 		Durability:  dur,
+		Operations:  a.ops,
 		Logger:      log,
 		Token:       cfg.ClusterToken,
 		MaxFileSize: cfg.MaxFileSize,

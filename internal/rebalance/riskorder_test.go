@@ -19,11 +19,11 @@ func TestRunsReconcileInRiskOrderAndFallBackToTheListedOne(t *testing.T) {
 		want  []string
 	}{
 		// "a" and "b" are on the node (FileIDsOnNode); the store knows only
-		// "b" still exists.
-		{"ordered, gone files left out", func(_ context.Context, ids []string) ([]string, error) {
+		// "b" still exists, so "a" comes last (its reconcile finds it gone).
+		{"ordered, gone files last", func(_ context.Context, ids []string) ([]string, error) {
 			require.Equal(t, []string{"a", "b"}, ids)
 			return []string{"b"}, nil
-		}, []string{"b"}},
+		}, []string{"b", "a"}},
 		{"the order given is the order taken", func(_ context.Context, ids []string) ([]string, error) {
 			out := slices.Clone(ids)
 			slices.Reverse(out)
