@@ -88,6 +88,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	dur := &durability{store: base, rf: cfg.ReplicationFactor}
 	reg.MustRegister(metrics.NewDurability(dur.Sample, metrics.DurabilityOptions{
 		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
+	reg.MustRegister(metrics.NewRepairQueue(base.RepairQueue, metrics.RepairQueueOptions{
+		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
 
 	// Redis is an optimisation: a cache in front of the store, leases that
 	// fall back to the store, and change notices between coordinators.
@@ -149,11 +151,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	rec := reconcile.New(reconcile.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, ReplicationFactor: cfg.ReplicationFactor, Logger: log,
 		Lock: locker, LockTTL: cfg.LeaseTTL,
+		Throttle: reconcile.NewThrottle(cfg.RebalanceBandwidth, metrics.NewCopyThrottle(reg).Paced),
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
 		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: locker,
-		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status, Ops: a.ops,
+		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status, Ops: a.ops, RiskOrder: store.FileIDsByRisk,
 		FreeSpace: func(ctx context.Context, id string) (int64, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {

@@ -1,6 +1,6 @@
 // Package rebalance decides which files a membership change or a manual
 // request affects and runs the reconciler over them with bounded
-// parallelism, producing one report per run.
+// parallelism, those closest to loss first, producing one report per run.
 //
 // Which files a trigger visits:
 //   - a node failed or was deregistered: the files with a copy on it (an
@@ -113,6 +113,12 @@ type Options struct {
 	// FreeSpace, when set, asks a node how many bytes it can still take,
 	// for drain plans; without it no node's free space is known.
 	FreeSpace func(ctx context.Context, nodeID string) (int64, error)
+	// RiskOrder, when set, puts the files of every run in the order they
+	// are reconciled: those closest to loss first (meta.Store.FileIDsByRisk,
+	// which leaves out the files that no longer exist; the run takes those
+	// last, and its reconcile finds them gone). Without it, or when it fails,
+	// files go in the order they were listed.
+	RiskOrder func(ctx context.Context, ids []string) ([]string, error)
 	// Ops, when set, records every run as an operation (GET
 	// /api/cluster/operations): a drain, a repair or a rebalance by trigger.
 	Ops *ops.Tracker
@@ -335,6 +341,33 @@ func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string,
 	return rep
 }
 
+// byRisk orders ids for a run (see Options.RiskOrder).
+func (b *Rebalancer) byRisk(ctx context.Context, trigger Trigger, node string, ids []string) []string {
+	if b.o.RiskOrder == nil || len(ids) < 2 {
+		return ids
+	}
+	ordered, err := b.o.RiskOrder(ctx, ids)
+	if err != nil {
+		// The order only decides what is safe soonest; the work is the same.
+		b.log.Warn("could not order the run's files by risk; reconciling them in the order listed",
+			"trigger", trigger, "node", node, "files", len(ids), "err", err)
+		return ids
+	}
+	if len(ordered) < len(ids) {
+		listed := make(map[string]bool, len(ordered))
+		for _, id := range ordered {
+			listed[id] = true
+		}
+		for _, id := range ids {
+			if !listed[id] {
+				ordered = append(ordered, id)
+				listed[id] = true
+			}
+		}
+	}
+	return ordered
+}
+
 // report hands a run's report to OnReport.
 func (b *Rebalancer) report(rep Report) {
 	if b.o.OnReport != nil {
@@ -342,10 +375,11 @@ func (b *Rebalancer) report(rep Report) {
 	}
 }
 
-// runFiles reconciles the given files with bounded parallelism, counting
-// each one on op.
+// runFiles reconciles the given files, those closest to loss first, with
+// bounded parallelism, counting each one on op.
 func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string, ids []string, op *ops.Op) Report {
 	start := time.Now()
+	ids = b.byRisk(ctx, trigger, node, ids)
 	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
 	live, end := b.live.begin(trigger, node, len(ids), start)
 	defer end()
