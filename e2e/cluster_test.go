@@ -55,11 +55,11 @@ const (
 type options struct {
 	nodes    int
 	coordEnv []string // after coordinatorDefaults, so they override them
+	nodeEnv  []string // after nodeDefaults, so they override them
 	token    string   // CLUSTER_TOKEN on both sides
 	// sweep makes the test drive the failure detector itself through
 	// POST /api/admin/health-check (set HEALTH_CHECK_INTERVAL high with it).
-	sweep   bool
-	nodeEnv []string // after nodeDefaults, so they override them
+	sweep bool
 }
 
 // cluster is a running local cluster and the clients that talk to it.

@@ -15,6 +15,7 @@ import (
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/scrub"
 )
 
 // Config is everything a storage node is told at start. LoadConfig reads it
@@ -76,6 +77,13 @@ type Config struct {
 	// volume to be compacted in the background (STORAGE_COMPACT_THRESHOLD,
 	// a percentage such as 30% or a fraction such as 0.3; default 30%).
 	CompactThreshold float64
+	// ScrubPeriod is the time within which the scrubber re-hashes every blob
+	// once, its pass spread over the period (SCRUB_PERIOD; default 168h, at
+	// least 1s).
+	ScrubPeriod time.Duration
+	// ScrubBandwidth caps the bytes per second the scrubber reads
+	// (SCRUB_BANDWIDTH, size syntax; default 32MiB, at least 4KiB).
+	ScrubBandwidth int64
 	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
@@ -126,6 +134,8 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.InlineMax = l.Size("STORAGE_INLINE_MAX", blob.DefaultInlineMax)
 	threshold, thresholdErr := parseShare(l.String("STORAGE_COMPACT_THRESHOLD", "30%"))
 	c.CompactThreshold = threshold
+	c.ScrubPeriod = l.Duration("SCRUB_PERIOD", scrub.DefaultPeriod)
+	c.ScrubBandwidth = l.Size("SCRUB_BANDWIDTH", scrub.DefaultBandwidth)
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
@@ -216,6 +226,12 @@ func (c Config) Validate() error {
 	}
 	if !(c.CompactThreshold > 0 && c.CompactThreshold < 1) {
 		bad("STORAGE_COMPACT_THRESHOLD", fmt.Sprint(c.CompactThreshold), "must be above 0% and below 100%")
+	}
+	if c.ScrubPeriod < scrub.MinPeriod {
+		bad("SCRUB_PERIOD", c.ScrubPeriod.String(), "must be at least "+scrub.MinPeriod.String())
+	}
+	if c.ScrubBandwidth < scrub.MinBandwidth {
+		bad("SCRUB_BANDWIDTH", fmt.Sprint(c.ScrubBandwidth), fmt.Sprintf("must be at least %d bytes/s (4KiB)", scrub.MinBandwidth))
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))
