@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -152,13 +153,21 @@ func BenchmarkVolumesStartup(b *testing.B) {
 	fillConcurrently(b, v, n)
 	require.NoError(b, v.Close())
 	b.Run(fmt.Sprintf("blobs=%d/clean", n), func(b *testing.B) {
+		var heap uint64
 		for b.Loop() {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
 			v, err := OpenVolumes(dir, Options{})
 			require.NoError(b, err)
 			require.Equal(b, int64(n), v.Recovery().Blobs)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			heap = after.HeapAlloc - min(before.HeapAlloc, after.HeapAlloc)
 			v.crashed.Store(true) // no new checkpoint: the next open reads the same one
 			require.NoError(b, v.Close())
 		}
+		b.ReportMetric(float64(heap)/float64(n), "index-bytes/blob")
 	})
 	// The worst case after a crash: the checkpoint is as old as it gets.
 	v, err = OpenVolumes(dir, Options{})
