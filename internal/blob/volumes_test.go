@@ -457,6 +457,9 @@ func TestVolumesRejectBadOptions(t *testing.T) {
 	require.ErrorContains(t, err, "volume size")
 	_, err = OpenVolumes(t.TempDir(), Options{CapacityBytes: -1})
 	require.Equal(t, errs.Invalid, errs.KindOf(err))
+	_, err = OpenVolumes(t.TempDir(), Options{CompactThreshold: 1})
+	require.Equal(t, errs.Invalid, errs.KindOf(err))
+	require.ErrorContains(t, err, "compaction threshold")
 }
 
 // fillAndThin writes n blobs to small volumes and removes two in three,
