@@ -99,7 +99,8 @@ type Volumes struct {
 
 	ckptMu      sync.Mutex // one checkpoint at a time
 	ckptRunning atomic.Bool
-	sinceCkpt   atomic.Int64 // records appended since the last checkpoint
+	ckptWG      sync.WaitGroup // the background checkpoint, which Close waits for
+	sinceCkpt   atomic.Int64   // records appended since the last checkpoint
 	ckptEvery   int64
 
 	compactThreshold float64
@@ -309,6 +310,7 @@ func (v *Volumes) Close() error {
 	close(v.reqs)
 	v.submit.Unlock()
 	<-v.appenderDone
+	v.ckptWG.Wait() // the appender started it; nothing may write once the lock is gone
 	var err error
 	if !v.crashed.Load() && v.failure() == nil {
 		if cerr := v.checkpoint(); cerr != nil {

@@ -274,7 +274,9 @@ func (v *Volumes) writeGroup(vol *volume, group []*appendReq) {
 	v.mu.Unlock()
 	answer(group, nil)
 	if v.sinceCkpt.Add(int64(len(group))) >= v.ckptEvery && v.ckptRunning.CompareAndSwap(false, true) {
+		v.ckptWG.Add(1)
 		go func() {
+			defer v.ckptWG.Done()
 			defer v.ckptRunning.Store(false)
 			if err := v.checkpoint(); err != nil {
 				v.log.Warn("index checkpoint failed; the next start scans more", "err", err)
