@@ -36,6 +36,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"RegisterRequest":   RegisterRequest{},
 		"Ring":              RingInfo{},
 		"RingShare":         RingShare{},
+		"RingPoint":         RingPoint{},
+		"Operation":         Operation{},
 		"RebalanceReport":   RebalanceReport{},
 		"DrainReport":       DrainReport{},
 		"DeregisterResult":  DeregisterResult{},
@@ -54,6 +56,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"UploadSession":     UploadSession{},
 		"UploadPart":        UploadPart{},
 		"UploadDetail":      UploadDetail{},
+		"ScrubReport":       ScrubReport{},
+		"NodeScrub":         NodeScrub{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {

@@ -413,6 +413,7 @@ func TestEveryStoreMethodIsDecided(t *testing.T) {
 		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
 		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
 		"Durability", "ChunksOf", "CreateSession", "GetSession", "ListSessions", "ExpiredSessions", "BeginPart",
+		"FileIDsByRisk", "RepairQueue",
 	}
 	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/scrub"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -36,6 +37,8 @@ type Server struct {
 	metrics *metrics
 	reg     *registrar
 	handler http.Handler
+	// scrubber re-hashes every blob once per SCRUB_PERIOD while Serve runs.
+	scrubber *scrub.Scrubber
 }
 
 // New opens the data directory named by cfg (creating it, cleaning up after
@@ -45,22 +48,57 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 	if err := cfg.Validate(); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "storage node config")
 	}
-	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{
-		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
-	})
+	store, err := openStore(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	rec := d.Recovery()
-	logger.Info("data directory opened", "dir", d.Dir(), "disk_id", d.Identity(), "blobs", rec.Blobs, "bytes", rec.Bytes,
-		"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", d.SyncMode(),
-		"sync_batch_max", cfg.SyncBatchMax)
-	s, err := NewWithStore(cfg, d, logger, registry)
+	s, err := NewWithStore(cfg, store, logger, registry)
 	if err != nil {
-		d.Close()
+		store.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openStore opens the data directory in the configured layout and logs what
+// it found. A directory holding another layout is an error naming
+// STORAGE_LAYOUT.
+func openStore(cfg Config, logger *slog.Logger) (blob.Store, error) {
+	opts := blob.Options{
+		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
+		VolumeSize: cfg.VolumeSize, InlineMax: cfg.InlineMax, CompactThreshold: cfg.CompactThreshold, Logger: logger.With("node_id", cfg.NodeID),
+	}
+	logRecovery := func(dir, id string, rec blob.Recovery, attrs ...any) {
+		logger.Info("data directory opened", append([]any{"dir", dir, "disk_id", id, "layout", cfg.Layout, "blobs", rec.Blobs, "bytes", rec.Bytes,
+			"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", cfg.SyncMode,
+			"sync_batch_max", cfg.SyncBatchMax}, attrs...)...)
+	}
+	if cfg.Layout == blob.LayoutVolumes {
+		v, err := blob.OpenVolumes(cfg.DataDir, opts)
+		if err != nil {
+			return nil, layoutError(err)
+		}
+		rec := v.Recovery()
+		logRecovery(v.Dir(), v.Identity(), rec.Files, "volumes", rec.Volumes, "volume_blobs", rec.Blobs, "volume_bytes", rec.Bytes,
+			"records_scanned", rec.Records, "from_checkpoint", rec.Checkpoint, "torn_bytes_cut", rec.TornBytes,
+			"quarantined", rec.Quarantined, "quarantined_bytes", rec.QuarantinedBytes, "volume_size", cfg.VolumeSize, "inline_max", cfg.InlineMax)
+		return v, nil
+	}
+	d, err := blob.OpenDisk(cfg.DataDir, opts)
+	if err != nil {
+		return nil, layoutError(err)
+	}
+	logRecovery(d.Dir(), d.Identity(), d.Recovery())
+	return d, nil
+}
+
+// layoutError names the variable behind a layout mismatch.
+func layoutError(err error) error {
+	var le *blob.LayoutError
+	if errors.As(err, &le) {
+		return errs.Wrap(errs.Invalid, err, "STORAGE_LAYOUT=%s", le.Wanted)
+	}
+	return err
 }
 
 // NewWithStore builds a node over an already open store, which the node
@@ -80,6 +118,12 @@ func NewWithStore(cfg Config, store blob.Store, logger *slog.Logger, registry *p
 	s := &Server{cfg: cfg, log: logger.With("node_id", cfg.NodeID), store: store, metrics: m}
 	if cfg.CoordinatorURL != "" {
 		s.reg = newRegistrar(cfg, store.Identity(), s.log, m.registrations)
+	}
+	if s.scrubber, err = s.newScrubber(); err != nil {
+		return nil, err
+	}
+	if err := registerScrubMetrics(registry, s.scrubber); err != nil {
+		return nil, err
 	}
 	s.handler = s.routes(registry)
 	return s, nil
@@ -104,6 +148,7 @@ func (s *Server) routes(registry *prometheus.Registry) http.Handler {
 		r.Get(wire.PathBlobs+"/{id}/checksum", s.rehashBlob)
 		r.Get(wire.PathBlobs, s.listBlobs)
 		r.Get(wire.PathStats, s.stats)
+		r.Get(wire.PathScrub, s.scrubStatus)
 	})
 	return r
 }
@@ -155,6 +200,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	regCtx, stopRegistering := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	wg.Go(func() { s.scrubber.Run(regCtx) })
 	if s.reg != nil {
 		wg.Go(func() { s.reg.run(regCtx) })
 	} else {

@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "cached", "large", "rss", "rebalance"}
+var allPhases = []string{"baseline", "small", "small-volumes", "cached", "large", "rss", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -57,6 +57,8 @@ type bench struct {
 	rssSize      int64
 	rebFiles     int
 	rebSize      int64
+	rebBandwidth int64 // REBALANCE_BANDWIDTH of the rebalance phase's second half (0: none)
+	joinClients  int
 	res          *Results
 }
 
@@ -113,6 +115,8 @@ func run(args []string) int {
 	fs.Var(sizeValue{&b.rssSize}, "rss-size", "size of the upload during which peak memory is measured")
 	fs.IntVar(&b.rebFiles, "rebalance-files", 5000, "files in the cluster when the 4th node joins")
 	fs.Var(sizeValue{&b.rebSize}, "rebalance-size", "size of each of those files")
+	fs.Var(sizeValue{&b.rebBandwidth}, "rebalance-bandwidth", "also measure the join with REBALANCE_BANDWIDTH set to this (bytes/s, e.g. 2MiB; default: only without a limit)")
+	fs.IntVar(&b.joinClients, "join-clients", 4, "clients downloading the cluster's files while the 4th node joins (their latency is measured)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [flags]   (DATABASE_URL=postgres://… to use PostgreSQL)\n\nflags:\n")
 		fs.PrintDefaults()
@@ -149,8 +153,8 @@ func run(args []string) int {
 		}
 		phases[p] = true
 	}
-	if b.runs < 1 || b.clients < 1 || b.window <= 0 || b.rebFiles < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -runs, -clients, -window and -rebalance-files must be positive")
+	if b.runs < 1 || b.clients < 1 || b.window <= 0 || b.rebFiles < 1 || b.joinClients < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -runs, -clients, -window, -rebalance-files and -join-clients must be positive")
 		return 2
 	}
 	b.databaseURL = os.Getenv("DATABASE_URL")
@@ -184,12 +188,18 @@ func run(args []string) int {
 			"phases":        only,
 			"units":         "MB = 10^6 bytes; rates are completed requests per second inside the window",
 			"cluster":       "coordinator + 3 storage nodes on loopback, RF=3, every copy fsync'd; load generator and baselines in this process",
-			"rebalance":     fmt.Sprintf("%d files of %s, then node-4 joins (REPAIR_INTERVAL=1h)", b.rebFiles, sizeText(b.rebSize)),
+			"rebalance":     fmt.Sprintf("%d files of %s, then node-4 joins (REPAIR_INTERVAL=1h) while %d clients download them", b.rebFiles, sizeText(b.rebSize), b.joinClients),
 			"large and rss": fmt.Sprintf("%s upload/download; peak RSS (VmHWM, reset before) during a %s upload", sizeText(b.largeSize), sizeText(b.rssSize)),
 		},
 	}
 	if b.databaseURL != "" {
 		b.res.Config["metadata"] = "PostgreSQL (DATABASE_URL; a new database per cluster)"
+	}
+	b.res.Config["layouts"] = "phase small: STORAGE_LAYOUT=files; phase small-volumes: STORAGE_LAYOUT=volumes"
+	if os.Getenv("WEED") == "" {
+		b.res.Notes = append(b.res.Notes, "SeaweedFS not measured: no weed binary given (WEED=path); the figures stand beside this machine's own ceilings")
+	} else {
+		b.res.Notes = append(b.res.Notes, "WEED is set, but this bench does not start SeaweedFS yet: the peer is not measured")
 	}
 	if b.binDir == "" {
 		b.binDir = filepath.Join(root, "bin")
@@ -216,6 +226,9 @@ func run(args []string) int {
 	}
 	if phases["small"] {
 		step("small", b.small)
+	}
+	if phases["small-volumes"] {
+		step("small-volumes", b.smallVolumes)
 	}
 	if phases["cached"] {
 		step("cached", b.cached)
@@ -258,6 +271,19 @@ func (b *bench) addRows() {
 	r.row(dfsDownload, baseHTTPGet, 0, "")
 	r.row(dfsDownloadP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsDownloadP+"99", baseHTTPGetP+"99", 0, "")
+	sfx, _ := layoutSuffix("volumes")
+	r.row(layoutKey(dfsUpload, sfx), baseHTTPPost, 0, "")
+	r.row(layoutKey(dfsUpload, sfx), baseFsync, 3, "RF=3 ceiling of the files layout")
+	r.row(layoutKey(dfsUploadP, sfx)+"50", baseHTTPPostP+"50", 0, "")
+	r.row(layoutKey(dfsUploadP, sfx)+"99", baseHTTPPostP+"99", 0, "")
+	r.row(layoutKey(dfsDownload, sfx), baseHTTPGet, 0, "")
+	r.row(layoutKey(dfsDownloadP, sfx)+"50", baseHTTPGetP+"50", 0, "")
+	r.row(layoutKey(dfsDownloadP, sfx)+"99", baseHTTPGetP+"99", 0, "")
+	for _, phase := range []string{"upload4k", "download4k"} {
+		for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
+			r.row(dfsCPU+phase+sfx+"."+who, "", 0, "")
+		}
+	}
 	r.row(dfsCached, baseHTTPGet, 0, "")
 	r.row(dfsCachedP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsCachedP+"99", baseHTTPGetP+"99", 0, "")
@@ -274,6 +300,13 @@ func (b *bench) addRows() {
 	r.row(dfsRebMBps, baseDisk, 0, "")
 	r.row(dfsRebMoved, dfsRebPredict, 0, "")
 	r.row(dfsRebWall, "", 0, "")
+	r.row(dfsReb+rebClientP+"50", "", 0, "")
+	r.row(dfsReb+rebClientP+"99", "", 0, "")
+	r.row(dfsRebPaced+rebFiles, "", 0, "")
+	r.row(dfsRebPaced+rebMBps, "", 0, "")
+	r.row(dfsRebPaced+rebWall, "", 0, "")
+	r.row(dfsRebPaced+rebClientP+"50", dfsReb+rebClientP+"50", 0, "")
+	r.row(dfsRebPaced+rebClientP+"99", dfsReb+rebClientP+"99", 0, "")
 }
 
 // machine describes this machine from /proc.

@@ -16,9 +16,10 @@ CREATE INDEX files_parent_idx ON files (parent_id, chunk_part, chunk_index) WHER
 -- The listing and the status counts see only top-level files.
 CREATE INDEX files_top_created_at_idx ON files (created_at DESC, id DESC) WHERE parent_id IS NULL;
 CREATE INDEX files_top_status_idx ON files (status) WHERE parent_id IS NULL;
--- The durability report leaves manifests out (their chunks are counted).
+-- The durability report and the repair queue leave manifests out (their
+-- chunks are counted): the covering index carries chunk_count too.
 DROP INDEX files_durability_idx;
-CREATE INDEX files_durability_idx ON files (chunk_count, status, active_copies, replication_factor, size_bytes);
+CREATE INDEX files_durability_idx ON files (status, active_copies, replication_factor, size_bytes, chunk_count);
 
 CREATE TABLE upload_sessions (
     id              TEXT    PRIMARY KEY NOT NULL CHECK (length(id) = 36),
