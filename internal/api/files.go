@@ -145,6 +145,9 @@ type fileJSON struct {
 	CreatedAt         time.Time       `json:"createdAt"`
 	UpdatedAt         time.Time       `json:"updatedAt"`
 	Replicas          []replicaJSON   `json:"replicas,omitempty"`
+	// Chunks lists a chunked file's chunks, each a blob with its own copies;
+	// such a file has no copies of its own.
+	Chunks []chunkJSON `json:"chunks,omitempty"`
 }
 
 type replicaJSON struct {
@@ -171,13 +174,8 @@ func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := toFileJSON(rec.File)
-	out.Replicas = []replicaJSON{}
-	for _, c := range rec.Replicas {
-		out.Replicas = append(out.Replicas, replicaJSON{
-			NodeID: c.NodeID, Status: c.Status, Primary: c.NodeID == rec.PrimaryNodeID,
-			CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-		})
-	}
+	out.Replicas = replicasJSON(rec)
+	out.Chunks = chunksJSON(rec)
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 

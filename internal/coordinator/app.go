@@ -173,6 +173,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
+		ChunkSize: cfg.ChunkSize, ChunkConcurrency: cfg.ChunkUploadConcurrency, SessionTTL: cfg.UploadSessionTTL,
 	})
 	if err != nil {
 		a.close()
@@ -203,6 +204,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
 		Durability:  dur,
+		Uploads:     a.files,
 		Operations:  a.ops,
 		Logger:      log,
 		Token:       cfg.ClusterToken,

@@ -54,6 +54,9 @@ type Config struct {
 	LogLevel                    string        // LOG_LEVEL
 	LogFormat                   string        // LOG_FORMAT
 	PprofAddr                   string        // PPROF_ADDR
+	ChunkSize                   int64         // CHUNK_SIZE: files larger than this are stored as chunks of it
+	ChunkUploadConcurrency      int           // CHUNK_UPLOAD_CONCURRENCY: chunks of one upload written to nodes at once
+	UploadSessionTTL            time.Duration // UPLOAD_SESSION_TTL: an upload session not completed or aborted by then is removed
 }
 
 // Addr is the listen address.
@@ -98,6 +101,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		LogLevel:                    l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:                   l.OneOf("LOG_FORMAT", "text", "text", "json"),
 		PprofAddr:                   l.String("PPROF_ADDR", ""),
+		ChunkSize:                   l.Size("CHUNK_SIZE", 8<<20),
+		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
+		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
 	}
 	// The probe timeout defaults to a fraction of the interval so a sweep ends
 	// before the next one starts.
@@ -108,6 +114,12 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.MaxFileSize <= 0 {
 		problems = append(problems, fmt.Errorf("MAX_FILE_SIZE=%d: must be positive", c.MaxFileSize))
+	}
+	if c.ChunkSize < 1<<20 || c.ChunkSize > 64<<20 {
+		problems = append(problems, fmt.Errorf("CHUNK_SIZE=%d: must be between 1MiB and 64MiB", c.ChunkSize))
+	}
+	if c.UploadSessionTTL < time.Second {
+		problems = append(problems, fmt.Errorf("UPLOAD_SESSION_TTL=%s: at least 1s", c.UploadSessionTTL))
 	}
 	if c.DownloadBufferSize > 64<<20 {
 		problems = append(problems, fmt.Errorf("DOWNLOAD_BUFFER_SIZE=%d: at most 64MiB (it is held in memory per download)", c.DownloadBufferSize))

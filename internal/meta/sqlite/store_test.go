@@ -99,11 +99,21 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	require.NoError(t, s.CreateFile(ctx, rec))
 	// Back to version 1 as it was shipped.
 	for _, q := range []string{
+		`DROP TABLE upload_parts`,
+		`DROP TABLE upload_sessions`,
+		`DROP INDEX files_parent_idx`,
+		`DROP INDEX files_top_created_at_idx`,
+		`DROP INDEX files_top_status_idx`,
 		`DROP TRIGGER file_replicas_active_update`,
 		`DROP TRIGGER file_replicas_active_delete`,
 		`DROP TRIGGER file_replicas_active_insert`,
 		`DROP INDEX files_durability_idx`,
 		`ALTER TABLE files DROP COLUMN active_copies`,
+		`ALTER TABLE files DROP COLUMN chunk_count`,
+		`ALTER TABLE files DROP COLUMN chunk_offset`,
+		`ALTER TABLE files DROP COLUMN chunk_index`,
+		`ALTER TABLE files DROP COLUMN chunk_part`,
+		`ALTER TABLE files DROP COLUMN parent_id`,
 		`CREATE INDEX files_status_idx ON files (status)`,
 		`CREATE INDEX file_replicas_file_id_idx ON file_replicas (file_id)`,
 		`DROP TABLE coordinator_state`,
