@@ -280,7 +280,14 @@ func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest 
 		if dropped, err = deleteChunks(ctx, tx, partChunks, sessionID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM upload_sessions WHERE id = ?`, sessionID)
+		if _, err = tx.ExecContext(ctx, `DELETE FROM upload_sessions WHERE id = ?`, sessionID); err != nil {
+			return err
+		}
+		// The chunks may have changed since the caller read them.
+		set, err := refreshManifests(ctx, tx, c.ID)
+		if f, ok := set[c.ID]; ok {
+			c.Status, c.StatusReason = f.Status, f.Reason
+		}
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -308,4 +315,48 @@ func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) 
 		return err
 	})
 	return dropped, err
+}
+
+// refreshManifests sets the stored status of each chunked file among ids
+// (other IDs, part IDs included, are skipped) to the one its chunks give,
+// inside tx, and returns the statuses and reasons set. PENDING and DELETED
+// manifests are left to their upload and their delete. The version does not
+// move: the status is the store's to keep, re-derived in every transaction
+// that changes a chunk or the manifest, so no writer's change is lost.
+func refreshManifests(ctx context.Context, tx *sql.Tx, ids ...string) (map[string]rules.ManifestState, error) {
+	out := map[string]rules.ManifestState{}
+	for _, id := range ids {
+		if _, done := out[id]; done || id == "" {
+			continue
+		}
+		var status string
+		var count int
+		err := tx.QueryRowContext(ctx, `SELECT status, chunk_count FROM files WHERE id = ?`, id).Scan(&status, &count)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if count == 0 || status == string(meta.FilePending) || status == string(meta.FileDeleted) {
+			continue
+		}
+		chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)
+		if err != nil {
+			return nil, err
+		}
+		st, why := meta.ManifestStatus(chunks)
+		res, err := tx.ExecContext(ctx, `UPDATE files SET status = ?, status_reason = NULLIF(?, ''), updated_at = ?
+			WHERE id = ? AND (status <> ? OR COALESCE(status_reason, '') <> ?)`,
+			string(st), why, micros(rules.Now()), id, string(st), why)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		out[id] = rules.ManifestState{Status: st, Reason: why, Changed: n > 0}
+	}
+	return out, nil
 }
