@@ -271,9 +271,7 @@ func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest 
 		}
 		// The chunks may have changed since the caller read them.
 		set, err := refreshManifests(ctx, tx, c.ID)
-		if f, ok := set[c.ID]; ok {
-			c.Status, c.StatusReason = f.Status, f.Reason
-		}
+		rules.Refreshed(&c, set)
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -328,7 +326,7 @@ func refreshManifests(ctx context.Context, tx pgx.Tx, ids ...string) (map[string
 		if err != nil {
 			return nil, err
 		}
-		if count == 0 || status == string(meta.FilePending) || status == string(meta.FileDeleted) {
+		if !rules.Derived(status, count) {
 			continue
 		}
 		chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)

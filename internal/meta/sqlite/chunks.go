@@ -285,9 +285,7 @@ func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest 
 		}
 		// The chunks may have changed since the caller read them.
 		set, err := refreshManifests(ctx, tx, c.ID)
-		if f, ok := set[c.ID]; ok {
-			c.Status, c.StatusReason = f.Status, f.Reason
-		}
+		rules.Refreshed(&c, set)
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -331,32 +329,38 @@ func refreshManifests(ctx context.Context, tx *sql.Tx, ids ...string) (map[strin
 		}
 		var status string
 		var count int
-		err := tx.QueryRowContext(ctx, `SELECT status, chunk_count FROM files WHERE id = ?`, id).Scan(&status, &count)
-		if errors.Is(err, sql.ErrNoRows) {
+		switch err := tx.QueryRowContext(ctx, `SELECT status, chunk_count FROM files WHERE id = ?`, id).Scan(&status, &count); {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, err
+		case !rules.Derived(status, count):
 			continue
 		}
+		m, err := deriveManifest(ctx, tx, id)
 		if err != nil {
 			return nil, err
 		}
-		if count == 0 || status == string(meta.FilePending) || status == string(meta.FileDeleted) {
-			continue
-		}
-		chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)
-		if err != nil {
-			return nil, err
-		}
-		st, why := meta.ManifestStatus(chunks)
-		res, err := tx.ExecContext(ctx, `UPDATE files SET status = ?, status_reason = NULLIF(?, ''), updated_at = ?
-			WHERE id = ? AND (status <> ? OR COALESCE(status_reason, '') <> ?)`,
-			string(st), why, micros(rules.Now()), id, string(st), why)
-		if err != nil {
-			return nil, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return nil, err
-		}
-		out[id] = rules.ManifestState{Status: st, Reason: why, Changed: n > 0}
+		out[id] = m
 	}
 	return out, nil
+}
+
+// deriveManifest stores the status the chunks of manifest id give.
+func deriveManifest(ctx context.Context, tx *sql.Tx, id string) (rules.ManifestState, error) {
+	chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)
+	if err != nil {
+		return rules.ManifestState{}, err
+	}
+	m := rules.ManifestState{}
+	m.Status, m.Reason = meta.ManifestStatus(chunks)
+	res, err := tx.ExecContext(ctx, `UPDATE files SET status = ?, status_reason = NULLIF(?, ''), updated_at = ?
+		WHERE id = ? AND (status <> ? OR COALESCE(status_reason, '') <> ?)`,
+		string(m.Status), m.Reason, micros(rules.Now()), id, string(m.Status), m.Reason)
+	if err == nil {
+		var n int64
+		n, err = res.RowsAffected()
+		m.Changed = n > 0
+	}
+	return m, err
 }

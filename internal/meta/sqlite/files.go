@@ -233,13 +233,8 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 		}
 		// A chunk's change moves its file's status; a manifest's own write
 		// cannot set a status its chunks do not give.
-		if chunks > 0 {
-			parent = c.ID
-		}
-		set, err := refreshManifests(ctx, tx, parent)
-		if f, ok := set[c.ID]; ok {
-			c.Status, c.StatusReason = f.Status, f.Reason
-		}
+		set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
+		rules.Refreshed(&c, set)
 		return err
 	})
 	if err != nil {
