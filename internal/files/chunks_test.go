@@ -226,6 +226,7 @@ func TestUploadSessionPartsInAnyOrderReplacedAndCompleted(t *testing.T) {
 	sess, err := s.CreateSession(ctx, SessionSpec{FileName: "dir/movie.mkv", ContentType: "video/x-matroska", ExpectedSHA256: sum256(whole)})
 	require.NoError(t, err)
 	require.Equal(t, "movie.mkv", sess.FileName)
+	require.Equal(t, int64(testChunk), sess.ChunkSize, "the answer names CHUNK_SIZE")
 
 	// Parts arrive out of order; part 2 is sent twice, first with the wrong bytes.
 	_, err = s.PutPart(ctx, sess.ID, 3, bytes.NewReader(parts[2]), int64(len(parts[2])))
