@@ -354,22 +354,19 @@ func (b *bench) large(ctx context.Context, do largePhases) error {
 			return err
 		}
 	}
+	// The library's and the CLI's uploads alternate, run by run.
 	for run := range b.runs {
-		if !do.rss {
-			break
+		if do.rss {
+			b.logf("peak memory during a %s upload, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
+			if err := b.rssRun(ctx, bc, s, block); err != nil {
+				return err
+			}
 		}
-		b.logf("peak memory during a %s upload, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
-		if err := b.rssRun(ctx, bc, s, block); err != nil {
-			return err
-		}
-	}
-	for run := range b.runs {
-		if !do.cli {
-			break
-		}
-		b.logf("peak memory during a %s `dfs put`, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
-		if err := b.rssCLIRun(ctx, bc, s, block); err != nil {
-			return err
+		if do.cli {
+			b.logf("peak memory during a %s `dfs put`, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
+			if err := b.rssCLIRun(ctx, bc, s, block); err != nil {
+				return err
+			}
 		}
 	}
 	figs := s.figures()
