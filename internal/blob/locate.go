@@ -33,8 +33,8 @@ type CopyLocation struct {
 // LocateCopy finds the data of blob id in the data directory dir, in either
 // layout, by reading the directory and not the store's state: a blob in a
 // file of its own is found by its path, one in a volume by scanning the
-// volumes for its last intact record as recovery does (a tombstone there
-// means the blob is absent). It takes no lock, so it may run beside a node
+// volumes for its last record (a tombstone there means the blob is absent;
+// a record whose data no longer matches its checksum is found, corrupt). It takes no lock, so it may run beside a node
 // that holds dir; a record being appended at that moment may be missed, and
 // a volume being compacted may be replaced under the caller. Absent is
 // errs.NotFound.
@@ -76,9 +76,11 @@ func LocateCopy(dir, id string) (CopyLocation, error) {
 	return loc, nil
 }
 
-// scanVolumeFile calls fn, in order, for every intact record of id in the
-// volume file at path, skipping damaged records as recovery does and
-// stopping at a torn tail.
+// scanVolumeFile calls fn, in order, for every record of id in the volume
+// file at path, stopping at a torn tail. A record with an intact header but
+// data that fails its checksum is a copy still, a corrupt one (recovery sets
+// such a record aside, but a node that indexed it before serves it until it
+// restarts); any other damage is skipped as recovery skips it.
 func scanVolumeFile(path, id string, fn func(h recordHeader, off int64)) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -102,6 +104,13 @@ func scanVolumeFile(path, id string, fn func(h recordHeader, off int64)) error {
 	for off := int64(superblockLen); off < end; {
 		h, n, err := readRecord(sc, sb.salt, off)
 		if err != nil {
+			if h, n, ok := damagedData(sc, sb.salt, off); ok {
+				if h.id == id {
+					fn(h, off)
+				}
+				off += n
+				continue
+			}
 			next, ferr := nextRecord(f, sb.salt, off+recordAlign, end)
 			if ferr != nil {
 				return fsError(ferr, "blob store: scan volume %s", path)
@@ -118,4 +127,19 @@ func scanVolumeFile(path, id string, fn func(h recordHeader, off int64)) error {
 		off += n
 	}
 	return nil
+}
+
+// damagedData reports whether the record at off has an intact header and
+// lies within the volume, whatever its data holds, and returns its header
+// and length.
+func damagedData(s *volScanner, salt uint32, off int64) (recordHeader, int64, bool) {
+	hb, err := s.bytes(off, int(min(maxRecordHeader, s.end-off)))
+	if err != nil {
+		return recordHeader{}, 0, false
+	}
+	h, err := parseHeader(hb, salt)
+	if err != nil || off+recordLen(h.id, h.size) > s.end {
+		return recordHeader{}, 0, false
+	}
+	return h, recordLen(h.id, h.size), true
 }

@@ -74,13 +74,15 @@ func testFaults(t *testing.T, layout blob.Layout, size int) {
 		require.Equal(t, data[i], got, "the bytes on disk are the blob's")
 		require.True(t, blobfault.Holds(t, dir, id))
 	}
-	_, ok := blobfault.Read(t, dir, uuid.NewString())
-	require.False(t, ok, "an unknown id has no copy")
+	_, held := blobfault.Read(t, dir, uuid.NewString())
+	require.False(t, held, "an unknown id has no copy")
 
 	// Bit rot beside the running store: its rehash sees the copy no longer
 	// matching its checksum, and a good copy received over it replaces it.
 	blobfault.FlipByte(t, dir, ids[0])
-	got, _ := blobfault.Read(t, dir, ids[0])
+	got, ok := blobfault.Read(t, dir, ids[0])
+	require.True(t, ok, "a corrupt copy is a copy still")
+	require.Len(t, got, size)
 	require.NotEqual(t, data[0], got)
 	c, err := s.(blob.Rehasher).Rehash(ctx, ids[0])
 	require.NoError(t, err)
