@@ -48,40 +48,90 @@ func LocateCopy(dir, id string) (CopyLocation, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return CopyLocation{}, fsError(err, "blob store: stat %s", p)
 	}
-	vdir := filepath.Join(dir, volumesDirName)
-	if _, err := os.Stat(vdir); errors.Is(err, fs.ErrNotExist) {
-		return CopyLocation{}, errs.E(errs.NotFound, "blob store: %s holds no copy of blob %s", dir, id)
-	}
-	nums, err := volumeNumbers(vdir)
+	recs, err := locateRecords(dir, func(got string) bool { return got == id })
 	if err != nil {
 		return CopyLocation{}, err
 	}
-	var (
-		loc   CopyLocation
-		found bool
-	)
-	for _, num := range nums {
-		path := filepath.Join(vdir, volumeName(num))
-		err := scanVolumeFile(path, id, func(h recordHeader, off int64) {
-			found = !h.tombstone()
-			loc = CopyLocation{Path: path, Offset: off + headerLen(h.id), Size: h.size, Checkpoint: filepath.Join(vdir, checkpointName)}
-		})
-		if err != nil {
-			return CopyLocation{}, err
-		}
-	}
-	if !found {
+	loc, ok := recs[id]
+	if !ok {
 		return CopyLocation{}, errs.E(errs.NotFound, "blob store: %s holds no copy of blob %s", dir, id)
 	}
 	return loc, nil
 }
 
-// scanVolumeFile calls fn, in order, for every record of id in the volume
-// file at path, stopping at a torn tail. A record with an intact header but
+// LocateCopies is LocateCopy for every blob dir holds, by id: the files of
+// the sharded tree named by an id (a blob file without its sidecar
+// included), and the blobs whose last record in a volume is not a
+// tombstone.
+func LocateCopies(dir string) (map[string]CopyLocation, error) {
+	out, err := locateRecords(dir, func(string) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	tops, err := shardNames(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fsError(err, "blob store: read %s", dir)
+	}
+	for _, a := range tops {
+		subs, err := shardNames(filepath.Join(dir, a))
+		if err != nil {
+			return nil, fsError(err, "blob store: read %s", filepath.Join(dir, a))
+		}
+		for _, b := range subs {
+			entries, err := os.ReadDir(filepath.Join(dir, a, b))
+			if err != nil {
+				return nil, fsError(err, "blob store: read %s", filepath.Join(dir, a, b))
+			}
+			for _, e := range entries {
+				id := e.Name()
+				if !e.Type().IsRegular() || isTempName(id) || ValidateID(id) != nil || !inShard(id, a, b) {
+					continue
+				}
+				fi, err := e.Info()
+				if err != nil {
+					continue // removed since the listing
+				}
+				out[id] = CopyLocation{Path: blobPath(dir, id), Size: fi.Size(), Sidecar: sidecarPath(dir, id)}
+			}
+		}
+	}
+	return out, nil
+}
+
+// locateRecords scans the volumes of dir, if any, for the last record of
+// every id that want accepts, and returns those that are not tombstones.
+func locateRecords(dir string, want func(id string) bool) (map[string]CopyLocation, error) {
+	out := map[string]CopyLocation{}
+	vdir := filepath.Join(dir, volumesDirName)
+	if _, err := os.Stat(vdir); errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	nums, err := volumeNumbers(vdir)
+	if err != nil {
+		return nil, err
+	}
+	for _, num := range nums {
+		path := filepath.Join(vdir, volumeName(num))
+		err := scanVolumeFile(path, want, func(h recordHeader, off int64) {
+			if h.tombstone() {
+				delete(out, h.id)
+				return
+			}
+			out[h.id] = CopyLocation{Path: path, Offset: off + headerLen(h.id), Size: h.size, Checkpoint: filepath.Join(vdir, checkpointName)}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scanVolumeFile calls fn, in order, for every record of an id want
+// accepts in the volume file at path, stopping at a torn tail. A record with an intact header but
 // data that fails its checksum is a copy still, a corrupt one (recovery sets
 // such a record aside, but a node that indexed it before serves it until it
 // restarts); any other damage is skipped as recovery skips it.
-func scanVolumeFile(path, id string, fn func(h recordHeader, off int64)) error {
+func scanVolumeFile(path string, want func(id string) bool, fn func(h recordHeader, off int64)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fsError(err, "blob store: open volume %s", path)
@@ -105,7 +155,7 @@ func scanVolumeFile(path, id string, fn func(h recordHeader, off int64)) error {
 		h, n, err := readRecord(sc, sb.salt, off)
 		if err != nil {
 			if h, n, ok := damagedData(sc, sb.salt, off); ok {
-				if h.id == id {
+				if want(h.id) {
 					fn(h, off)
 				}
 				off += n
@@ -121,7 +171,7 @@ func scanVolumeFile(path, id string, fn func(h recordHeader, off int64)) error {
 			off = next
 			continue
 		}
-		if h.id == id {
+		if want(h.id) {
 			fn(h, off)
 		}
 		off += n

@@ -96,6 +96,14 @@ func testFaults(t *testing.T, layout blob.Layout, size int) {
 	// volume.
 	require.NoError(t, s.(blob.Remover).Remove(ctx, ids[3]))
 	require.False(t, blobfault.Holds(t, dir, ids[3]))
+	all, err := blob.LocateCopies(dir)
+	require.NoError(t, err)
+	listed, err := s.Enumerate(ctx, "", 100)
+	require.NoError(t, err)
+	require.Len(t, all, len(listed), "%v", all)
+	for _, info := range listed {
+		require.Equal(t, blobfault.Locate(t, dir, info.ID), all[info.ID], "the listing finds what the store lists")
+	}
 
 	// Bit rot and a lost copy on the stopped node.
 	blobfault.FlipByte(t, dir, ids[1])
