@@ -47,9 +47,9 @@ func (e *LayoutError) Error() string {
 
 // DirectoryLayout returns the layout of the data directory dir: the one it
 // recorded at its first start, LayoutFiles for a directory that holds an
-// identity but no record (it was created before layouts were recorded, by
-// the files layout), and "" for a directory that is new (absent, or never
-// opened by a store).
+// identity or a shard directory but no record (it was created before
+// layouts were recorded, by the files layout), and "" for a directory that
+// is new (absent, or holding neither).
 func DirectoryLayout(dir string) (Layout, error) {
 	recorded, err := readLayout(dir)
 	if err != nil || recorded != "" {
@@ -59,6 +59,13 @@ func DirectoryLayout(dir string) (Layout, error) {
 		return LayoutFiles, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", fsError(err, "blob store: stat %s", identityName)
+	}
+	shards, err := shardNames(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fsError(err, "blob store: read %s", dir)
+	}
+	if len(shards) > 0 {
+		return LayoutFiles, nil
 	}
 	return "", nil
 }
