@@ -55,6 +55,11 @@ const (
 	CodeMetadataUnavailable = "METADATA_UNAVAILABLE" // Unavailable: the metadata database
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // the router's 405; no kind has it
 	CodeUnsafeDrain         = "UNSAFE_DRAIN"         // Conflict: a drain would lose data or redundancy
+	CodeBucketNotFound      = "BUCKET_NOT_FOUND"     // NotFound: no such S3 bucket
+	CodeObjectNotFound      = "OBJECT_NOT_FOUND"     // NotFound: no such key in the bucket
+	CodeAccessKeyNotFound   = "ACCESS_KEY_NOT_FOUND" // NotFound: no such access key
+	CodeBucketNotEmpty      = "BUCKET_NOT_EMPTY"     // Conflict: the bucket still holds objects
+	CodeBucketExists        = "BUCKET_EXISTS"        // Conflict: the bucket name is taken
 )
 
 type kindRow struct {

@@ -99,6 +99,9 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	require.NoError(t, s.CreateFile(ctx, rec))
 	// Back to version 1 as it was shipped.
 	for _, q := range []string{
+		`DROP TABLE objects`,
+		`DROP TABLE buckets`,
+		`DROP TABLE access_keys`,
 		`DROP TRIGGER file_replicas_active_update`,
 		`DROP TRIGGER file_replicas_active_delete`,
 		`DROP TRIGGER file_replicas_active_insert`,

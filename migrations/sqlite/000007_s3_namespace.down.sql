@@ -1,0 +1,4 @@
+DROP INDEX IF EXISTS objects_file_id_idx;
+DROP TABLE IF EXISTS objects;
+DROP TABLE IF EXISTS buckets;
+DROP TABLE IF EXISTS access_keys;
