@@ -84,6 +84,12 @@ type Options struct {
 	NodeStats func(ctx context.Context, nodeID string) (NodeStorage, error)
 	// Observe wraps every request, for metrics; nil means none.
 	Observe func(route, method string, status int, seconds float64)
+	// Auth, when set, checks every request's key (see auth.Keys.REST).
+	Auth func(http.Handler) http.Handler
+	// Keys serves /api/admin/keys; nil leaves the routes out.
+	Keys Keys
+	// Objects, when set, names the S3 object a file holds in its metadata.
+	Objects func(ctx context.Context, fileID string) (meta.Object, error)
 }
 
 type server struct{ Options }
@@ -98,6 +104,9 @@ func New(o Options) http.Handler {
 	r.NotFound(httpx.NotFoundHandler)
 	r.MethodNotAllowed(httpx.MethodNotAllowedHandler)
 	r.Use(httpx.RequestID, httpx.AccessLog(o.Logger, o.Observe), httpx.Recover(o.Logger))
+	if o.Auth != nil {
+		r.Use(o.Auth)
+	}
 
 	// The version lets an operator see which build each replica runs
 	// without a shell on its host.
@@ -134,6 +143,11 @@ func New(o Options) http.Handler {
 		r.Get("/cluster/durability", s.durability)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)
+		if o.Keys != nil {
+			r.Post("/admin/keys", s.createKey)
+			r.Get("/admin/keys", s.listKeys)
+			r.Delete("/admin/keys/{accessKey}", s.deleteKey)
+		}
 	})
 	return r
 }

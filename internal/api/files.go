@@ -145,6 +145,9 @@ type fileJSON struct {
 	CreatedAt         time.Time       `json:"createdAt"`
 	UpdatedAt         time.Time       `json:"updatedAt"`
 	Replicas          []replicaJSON   `json:"replicas,omitempty"`
+	// Bucket and Key name the S3 object the file holds, if any.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
 }
 
 type replicaJSON struct {
@@ -171,6 +174,11 @@ func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := toFileJSON(rec.File)
+	if s.Objects != nil {
+		if o, err := s.Objects(r.Context(), rec.ID); err == nil {
+			out.Bucket, out.Key = o.Bucket, o.Key
+		}
+	}
 	out.Replicas = []replicaJSON{}
 	for _, c := range rec.Replicas {
 		out.Replicas = append(out.Replicas, replicaJSON{

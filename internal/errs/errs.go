@@ -31,6 +31,7 @@ const (
 	NoSpace                   // the storage device is full
 	Corrupt                   // stored bytes do not match their checksum
 	Unsatisfiable             // a Range header that no byte of the blob satisfies
+	Forbidden                 // valid credentials that may not do this
 )
 
 // Stable API error codes, the "error" field of every error answer. Clients
@@ -55,6 +56,7 @@ const (
 	CodeMetadataUnavailable = "METADATA_UNAVAILABLE" // Unavailable: the metadata database
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // the router's 405; no kind has it
 	CodeUnsafeDrain         = "UNSAFE_DRAIN"         // Conflict: a drain would lose data or redundancy
+	CodeForbidden           = "FORBIDDEN"            // Forbidden: the key may not do this (an admin path)
 	CodeBucketNotFound      = "BUCKET_NOT_FOUND"     // NotFound: no such S3 bucket
 	CodeObjectNotFound      = "OBJECT_NOT_FOUND"     // NotFound: no such key in the bucket
 	CodeAccessKeyNotFound   = "ACCESS_KEY_NOT_FOUND" // NotFound: no such access key
@@ -83,6 +85,7 @@ var kinds = [...]kindRow{
 	NoSpace:       {"no space", http.StatusInsufficientStorage, CodeInsufficientStorage},
 	Corrupt:       {"corrupt", http.StatusUnprocessableEntity, CodeChecksumMismatch},
 	Unsatisfiable: {"unsatisfiable", http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfiable},
+	Forbidden:     {"forbidden", http.StatusForbidden, CodeForbidden},
 }
 
 func (k Kind) String() string {
