@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/auth"
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -47,8 +48,9 @@ func routes(t *testing.T, h http.Handler) []string {
 // The OpenAPI document must not drift from the router: every route has an
 // operation and every operation a route.
 func TestRoutesMatchTheOpenAPIDocument(t *testing.T) {
-	// A Metrics handler, so the optional /metrics route is there too.
-	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler()}))
+	// A Metrics handler and keys, so the optional /metrics and
+	// /api/admin/keys routes are there too.
+	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Keys: &auth.Keys{}}))
 	documented, err := openapitest.Operations()
 	require.NoError(t, err)
 

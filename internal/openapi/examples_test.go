@@ -43,6 +43,7 @@ func handlerAnswers() map[answer]bool {
 	}
 	add(rules.FileNotFound("example"))
 	add(rules.NodeNotFound("example"))
+	add(rules.AccessKeyNotFound("example"))
 	add(rules.Unavailable(nil, "example"))
 	// internal/files keeps this error unexported: an upload to an empty ring.
 	add(errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring"))
@@ -58,6 +59,9 @@ var codeBelongs = map[string]func(method, path string, op *openapi3.Operation) b
 	errs.CodeNotFound:     func(string, string, *openapi3.Operation) bool { return false },
 	errs.CodeFileNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{fileId}") },
 	errs.CodeNodeNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{nodeId}") },
+	errs.CodeAccessKeyNotFound: func(_, path string, _ *openapi3.Operation) bool {
+		return strings.Contains(path, "{accessKey}")
+	},
 	// Only a route behind requireToken checks a token, and the document
 	// says so with a security requirement.
 	errs.CodeUnauthorized:        func(_, _ string, op *openapi3.Operation) bool { return op.Security != nil && len(*op.Security) > 0 },
