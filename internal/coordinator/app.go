@@ -227,9 +227,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		MaxFileSize: cfg.MaxFileSize,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Observe:     a.metrics.ObserveHTTP,
-		Auth:    restAuth,
-		Keys:    keys,
-		Objects: ns.ObjectByFile,
+		Auth:        restAuth,
+		Keys:        keys,
+		Objects:     ns.ObjectByFile,
 		NodeStats: func(ctx context.Context, id string) (api.NodeStorage, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {

@@ -52,7 +52,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		AntiEntropyInterval: 5 * time.Minute, AntiEntropyRate: 300, AntiEntropyOrphanGrace: 2 * time.Minute,
 		ReplicaWriteConcurrency: 8, LocalCacheEntries: 5, ContentCacheMaxFile: 32 << 10, NodeStallTimeout: 7 * time.Second, RebalanceParallelism: 4, SpoolMemoryMax: 64 << 10, SpoolMemoryLimit: 1 << 20, DrainTimeout: time.Minute, LeaseTTL: 5 * time.Second, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
 		PprofAddr: "127.0.0.1:6060",
-		S3Port: 9000, S3Domain: "s3.example.com", S3Region: "eu-west-3", RootAccessKey: "root-key", RootSecretKey: "root-secret", APIAuth: "open",
+		S3Port:    9000, S3Domain: "s3.example.com", S3Region: "eu-west-3", RootAccessKey: "root-key", RootSecretKey: "root-secret", APIAuth: "open",
 	}, c)
 	require.Equal(t, "127.0.0.1:9090", c.Addr())
 }

@@ -20,7 +20,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-func s3err(status int, code, msg string) *Error { return &Error{Code: code, Status: status, Message: msg} }
+func s3err(status int, code, msg string) *Error {
+	return &Error{Code: code, Status: status, Message: msg}
+}
 
 // The errors answered most often.
 var (

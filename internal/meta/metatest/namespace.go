@@ -280,7 +280,9 @@ func entries(p meta.ListPage) []string {
 	for _, cp := range p.Prefixes {
 		out = append(out, "prefix:"+cp)
 	}
-	slices.SortFunc(out, func(a, b string) int { return strings.Compare(strings.TrimPrefix(a, "prefix:"), strings.TrimPrefix(b, "prefix:")) })
+	slices.SortFunc(out, func(a, b string) int {
+		return strings.Compare(strings.TrimPrefix(a, "prefix:"), strings.TrimPrefix(b, "prefix:"))
+	})
 	return out
 }
 
