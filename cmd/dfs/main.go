@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"health":    {summary: "show the cluster's health (exit status 0 only when UP)", run: runHealth},
 		"status":    {summary: "show how safe the data is now: files by healthy copies, failure headroom, per-node risk", run: runStatus},
 		"rebalance": {summary: "reconcile every file's copies with the ring now", run: runRebalance},
+		"keys":      {summary: "manage access keys: `dfs keys create NAME`, `dfs keys ls`, `dfs keys rm ACCESS_KEY`", run: runKeys},
 		"version":   {summary: "print the version of this dfs (also `dfs --version`)", run: runVersion},
 	}
 }
