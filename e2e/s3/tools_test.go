@@ -134,7 +134,9 @@ func TestStorageTools(t *testing.T) {
 		cfg := filepath.Join(home, "s3cfg")
 		require.NoError(t, os.WriteFile(cfg, []byte("[default]\naccess_key = "+rootKey+"\nsecret_key = "+rootSecret+
 			"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\nbucket_location = us-east-1\nsignature_v2 = False\nenable_multipart = False\n"), 0o600))
-		s3cmd := func(args ...string) string { return tool{t, base}.run("s3cmd", append([]string{"-c", cfg}, args...)...) }
+		s3cmd := func(args ...string) string {
+			return tool{t, base}.run("s3cmd", append([]string{"-c", cfg}, args...)...)
+		}
 		s3cmd("mb", "s3://s3cmd-bucket")
 		s3cmd("sync", src+"/", "s3://s3cmd-bucket/tree/")
 		again := s3cmd("sync", src+"/", "s3://s3cmd-bucket/tree/")
@@ -156,7 +158,9 @@ func TestStorageTools(t *testing.T) {
 	t.Run("rclone", func(t *testing.T) {
 		rc := tool{t, append(base, "RCLONE_CONFIG_DFS_TYPE=s3", "RCLONE_CONFIG_DFS_PROVIDER=Other", "RCLONE_CONFIG_DFS_ACCESS_KEY_ID="+rootKey, "RCLONE_CONFIG_DFS_SECRET_ACCESS_KEY="+rootSecret,
 			"RCLONE_CONFIG_DFS_ENDPOINT="+c.s3URL, "RCLONE_CONFIG_DFS_REGION="+region, "RCLONE_S3_UPLOAD_CUTOFF=5G")}
-		rclone := func(args ...string) string { return rc.run("rclone", append([]string{"--config", filepath.Join(home, "none.conf")}, args...)...) }
+		rclone := func(args ...string) string {
+			return rc.run("rclone", append([]string{"--config", filepath.Join(home, "none.conf")}, args...)...)
+		}
 		rclone("mkdir", "dfs:rclone-bucket")
 		rclone("sync", src, "dfs:rclone-bucket/tree")
 		rclone("check", src, "dfs:rclone-bucket/tree")
