@@ -113,6 +113,7 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *request) error {
 	if err := s.o.Namespace.DeleteBucket(r.Context(), r.bucket); err != nil {
 		return err
 	}
+	s.buckets.forget(r.bucket)
 	s.log.Info("bucket deleted", "bucket", r.bucket, "by", r.accessKey)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

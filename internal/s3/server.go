@@ -51,6 +51,7 @@ type Server struct {
 	o        Options
 	verifier *sigv4.Verifier
 	log      *slog.Logger
+	buckets  bucketCache
 }
 
 // New returns the S3 handler.
@@ -237,7 +238,7 @@ func (s *Server) bucketFor(ctx context.Context, name, accessKey string, admin bo
 	if checkBucketName(name) != nil {
 		return meta.Bucket{}, errNoSuchBucket
 	}
-	b, err := s.o.Namespace.GetBucket(ctx, name)
+	b, err := s.buckets.get(ctx, name, s.o.Namespace.GetBucket)
 	if err != nil {
 		return meta.Bucket{}, err
 	}

@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "cached", "large", "rss", "rebalance"}
+var allPhases = []string{"baseline", "small", "s3", "cached", "large", "rss", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -217,6 +217,9 @@ func run(args []string) int {
 	if phases["small"] {
 		step("small", b.small)
 	}
+	if phases["s3"] {
+		step("s3", b.s3Small)
+	}
 	if phases["cached"] {
 		step("cached", b.cached)
 	}
@@ -274,6 +277,7 @@ func (b *bench) addRows() {
 	r.row(dfsRebMBps, baseDisk, 0, "")
 	r.row(dfsRebMoved, dfsRebPredict, 0, "")
 	r.row(dfsRebWall, "", 0, "")
+	b.s3Rows()
 }
 
 // machine describes this machine from /proc.
