@@ -7,6 +7,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/sigv4"
 )
 
@@ -54,6 +55,12 @@ func toS3(err error) *Error {
 	var se *sigv4.Error
 	if errors.As(err, &se) {
 		return &Error{Code: se.Code, Status: se.Status, Message: se.Message}
+	}
+	switch {
+	case errors.Is(err, objects.ErrDigest):
+		return errBadDigest
+	case errors.Is(err, objects.ErrInvalidDigest):
+		return errInvalidDigest
 	}
 	switch errs.CodeOf(err) {
 	case errs.CodeBucketNotFound:

@@ -1,24 +1,17 @@
 package s3
 
 import (
-	"context"
-	"crypto/md5"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/xml"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/byterange"
-	"github.com/dfs-project/dfs/internal/errs"
-	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/objects"
 )
 
 // storedHeaders are the request headers an object keeps and gives back on
@@ -52,87 +45,11 @@ func headersOf(h http.Header) map[string]string {
 	return out
 }
 
-// md5Reader hashes what passes and, when the client sent a Content-MD5,
-// fails at the end instead of returning io.EOF if the digest differs: the
-// file service then stores nothing.
-type md5Reader struct {
-	r    io.Reader
-	h    hash.Hash
-	want []byte
-	bad  bool
-}
-
-func (m *md5Reader) Read(p []byte) (int, error) {
-	n, err := m.r.Read(p)
-	m.h.Write(p[:n])
-	if err == io.EOF && m.want != nil && string(m.h.Sum(nil)) != string(m.want) {
-		m.bad = true
-		return n, errBadDigest
-	}
-	return n, err
-}
-
-func (m *md5Reader) etag() string { return hex.EncodeToString(m.h.Sum(nil)) }
-
-func newMD5Reader(r io.Reader, contentMD5 string) (*md5Reader, error) {
-	m := &md5Reader{r: r, h: md5.New()}
-	if contentMD5 != "" {
-		b, err := base64.StdEncoding.DecodeString(contentMD5)
-		if err != nil || len(b) != md5.Size {
-			return nil, errInvalidDigest
-		}
-		m.want = b
-	}
-	return m, nil
-}
-
 func checkKey(key string) error {
 	if len(key) > meta.MaxKeyBytes {
 		return errKeyTooLong
 	}
 	return nil
-}
-
-// store uploads body as a new file and points bucket/key at it; the file
-// the key held before is deleted through the file service's delete, after
-// the key has moved.
-func (s *Server) store(ctx context.Context, bucket, key string, body io.Reader, contentMD5, contentType string,
-	headers map[string]string) (meta.Object, error) {
-	sum, err := newMD5Reader(body, contentMD5)
-	if err != nil {
-		return meta.Object{}, err
-	}
-	if contentType == "" {
-		contentType = "binary/octet-stream"
-	}
-	res, err := s.o.Files.Upload(ctx, files.UploadRequest{FileName: path.Base(key), ContentType: contentType, Body: sum})
-	if err != nil {
-		if sum.bad {
-			return meta.Object{}, errBadDigest
-		}
-		return meta.Object{}, err
-	}
-	o := meta.Object{Bucket: bucket, Key: key, FileID: res.FileID, SizeBytes: res.SizeBytes, ETag: sum.etag(),
-		ContentType: contentType, Headers: headers}
-	replaced, err := s.o.Namespace.PutObject(ctx, &o)
-	if err != nil {
-		// The bucket went away while the bytes were uploading.
-		s.deleteFile(ctx, res.FileID, "an object that could not be recorded")
-		return meta.Object{}, err
-	}
-	if replaced != "" {
-		s.deleteFile(ctx, replaced, "the object's previous version")
-	}
-	return o, nil
-}
-
-// deleteFile removes a file no key holds any longer. A failure leaves a
-// file without a key (visible in the REST API), never a key without its
-// bytes.
-func (s *Server) deleteFile(ctx context.Context, id, what string) {
-	if _, err := s.o.Files.Delete(context.WithoutCancel(ctx), id); err != nil && !errs.Is(err, errs.NotFound) {
-		s.log.Warn("could not delete "+what+"; it stays as a file without a key", "file", id, "err", err)
-	}
 }
 
 func (s *Server) putObject(w http.ResponseWriter, r *request) error {
@@ -142,7 +59,8 @@ func (s *Server) putObject(w http.ResponseWriter, r *request) error {
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
-	o, err := s.store(r.Context(), r.bucket, r.key, r.Body, r.Header.Get("Content-MD5"), r.Header.Get("Content-Type"), headersOf(r.Header))
+	o, _, err := s.objects.Put(r.Context(), objects.PutRequest{Bucket: r.bucket, Key: r.key, Body: r.Body,
+		ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header)})
 	if err != nil {
 		return err
 	}
@@ -281,24 +199,10 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *request) error {
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
-	if err := s.removeKey(r.Context(), r.bucket, r.key); err != nil {
+	if err := s.objects.Delete(r.Context(), r.bucket, r.key); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// removeKey deletes a key and its file; a key that does not exist is
-// already deleted, as S3 has it.
-func (s *Server) removeKey(ctx context.Context, bucket, key string) error {
-	o, err := s.o.Namespace.DeleteObject(ctx, bucket, key)
-	if errs.CodeOf(err) == errs.CodeObjectNotFound {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	s.deleteFile(ctx, o.FileID, "a deleted object's file")
 	return nil
 }
 
@@ -341,7 +245,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *request) error {
 	for _, o := range req.Objects {
 		err := checkKey(o.Key)
 		if err == nil {
-			err = s.removeKey(r.Context(), r.bucket, o.Key)
+			err = s.objects.Delete(r.Context(), r.bucket, o.Key)
 		}
 		if err != nil {
 			e := toS3(err)
@@ -415,7 +319,8 @@ func (s *Server) copyObject(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	defer d.Body.Close()
-	o, err := s.store(r.Context(), r.bucket, r.key, d.Body, "", contentType, headers)
+	o, _, err := s.objects.Put(r.Context(), objects.PutRequest{Bucket: r.bucket, Key: r.key, Body: d.Body,
+		ContentType: contentType, Headers: headers})
 	if err != nil {
 		return err
 	}

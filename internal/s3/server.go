@@ -12,19 +12,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/dfs-project/dfs/internal/byterange"
-	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/sigv4"
 )
-
-// Files is the file service as the S3 front end uses it.
-type Files interface {
-	Upload(ctx context.Context, req files.UploadRequest) (files.UploadResult, error)
-	Open(ctx context.Context, id string, q byterange.Request) (*files.Download, error)
-	Delete(ctx context.Context, id string) (files.DeleteResult, error)
-}
 
 // Keys resolves the access keys of signed requests.
 type Keys interface {
@@ -34,7 +26,7 @@ type Keys interface {
 
 // Options wires the front end.
 type Options struct {
-	Files     Files
+	Files     objects.Files
 	Namespace meta.Namespace
 	Keys      Keys
 	Region    string // S3_REGION
@@ -52,6 +44,7 @@ type Server struct {
 	verifier *sigv4.Verifier
 	log      *slog.Logger
 	buckets  bucketCache
+	objects  *objects.Service
 }
 
 // New returns the S3 handler.
@@ -59,7 +52,8 @@ func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, log: o.Logger, verifier: &sigv4.Verifier{Region: o.Region, Secrets: o.Keys.Secret}}
+	s := &Server{o: o, log: o.Logger, verifier: &sigv4.Verifier{Region: o.Region, Secrets: o.Keys.Secret},
+		objects: &objects.Service{Files: o.Files, Namespace: o.Namespace, Log: o.Logger}}
 	var h http.Handler = http.HandlerFunc(s.serve)
 	h = httpx.Recover(o.Logger)(h)
 	h = httpx.AccessLog(o.Logger, o.Observe)(h)
