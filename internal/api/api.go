@@ -88,8 +88,12 @@ type Options struct {
 	Auth func(http.Handler) http.Handler
 	// Keys serves /api/admin/keys; nil leaves the routes out.
 	Keys Keys
-	// Objects, when set, names the S3 object a file holds in its metadata.
-	Objects func(ctx context.Context, fileID string) (meta.Object, error)
+	// Namespace and Objects, when set, serve the named objects under
+	// /api/buckets, and the metadata of a file names the object it holds.
+	Namespace meta.Namespace
+	Objects   Objects
+	// RootKey owns the buckets created through an open API.
+	RootKey string
 }
 
 type server struct{ Options }
@@ -143,6 +147,14 @@ func New(o Options) http.Handler {
 		r.Get("/cluster/durability", s.durability)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)
+		if o.Namespace != nil && o.Objects != nil {
+			r.Get("/buckets", s.listBuckets)
+			r.Put("/buckets/{bucket}", s.createBucket)
+			r.Get("/buckets/{bucket}/objects", s.listObjects)
+			r.Put("/buckets/{bucket}/object", s.putObject)
+			r.Get("/buckets/{bucket}/object", s.getObject)
+			r.Delete("/buckets/{bucket}/object", s.deleteObject)
+		}
 		if o.Keys != nil {
 			r.Post("/admin/keys", s.createKey)
 			r.Get("/admin/keys", s.listKeys)

@@ -77,7 +77,12 @@ func kindOfBodyError(err error, msg string) error {
 }
 
 func (s *server) download(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Files.Open(r.Context(), chi.URLParam(r, "fileId"), byterange.FromHeader(r.Header))
+	s.serveFile(w, r, chi.URLParam(r, "fileId"))
+}
+
+// serveFile streams file id's bytes, honouring Range and If-Range.
+func (s *server) serveFile(w http.ResponseWriter, r *http.Request, id string) {
+	d, err := s.Files.Open(r.Context(), id, byterange.FromHeader(r.Header))
 	if err != nil {
 		var unsat *byterange.UnsatisfiableError
 		if errors.As(err, &unsat) {
@@ -174,8 +179,8 @@ func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := toFileJSON(rec.File)
-	if s.Objects != nil {
-		if o, err := s.Objects(r.Context(), rec.ID); err == nil {
+	if s.Namespace != nil {
+		if o, err := s.Namespace.ObjectByFile(r.Context(), rec.ID); err == nil {
 			out.Bucket, out.Key = o.Bucket, o.Key
 		}
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
+	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/openapi"
 	"github.com/dfs-project/dfs/internal/openapi/openapitest"
 	"github.com/dfs-project/dfs/internal/rebalance"
@@ -50,7 +52,7 @@ func routes(t *testing.T, h http.Handler) []string {
 func TestRoutesMatchTheOpenAPIDocument(t *testing.T) {
 	// A Metrics handler and keys, so the optional /metrics and
 	// /api/admin/keys routes are there too.
-	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Keys: &auth.Keys{}}))
+	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Keys: &auth.Keys{}, Namespace: (*sqlite.Store)(nil), Objects: &objects.Service{}}))
 	documented, err := openapitest.Operations()
 	require.NoError(t, err)
 

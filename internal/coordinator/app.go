@@ -32,6 +32,7 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore"
 	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/redisx"
@@ -229,7 +230,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Observe:     a.metrics.ObserveHTTP,
 		Auth:        restAuth,
 		Keys:        keys,
-		Objects:     ns.ObjectByFile,
+		Namespace:   ns,
+		Objects:     &objects.Service{Files: a.files, Namespace: ns, Log: log},
+		RootKey:     cfg.RootAccessKey,
 		NodeStats: func(ctx context.Context, id string) (api.NodeStorage, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {

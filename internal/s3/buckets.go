@@ -3,29 +3,19 @@ package s3
 import (
 	"encoding/xml"
 	"io"
-	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/objects"
 )
-
-var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 
 var errInvalidBucketName = s3err(http.StatusBadRequest, "InvalidBucketName", "The specified bucket is not valid.")
 
-// checkBucketName applies S3's naming rules: 3 to 63 lower-case letters,
-// digits, dots and hyphens, starting and ending with a letter or digit, no
-// two dots in a row, not an IP address and none of the reserved prefixes
-// and suffixes.
 func checkBucketName(name string) error {
-	switch {
-	case !bucketName.MatchString(name), strings.Contains(name, ".."), net.ParseIP(name) != nil,
-		strings.HasPrefix(name, "xn--"), strings.HasPrefix(name, "sthree-"),
-		strings.HasSuffix(name, "-s3alias"), strings.HasSuffix(name, "--ol-s3"):
+	if !objects.ValidBucketName(name) {
 		return errInvalidBucketName
 	}
 	return nil
