@@ -49,24 +49,28 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 
 // ListBuckets returns every bucket in name order.
 func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
-	out := []meta.Bucket{}
+	var out []meta.Bucket
 	err := s.run(ctx, "list buckets", func(ctx context.Context, c *pgxpool.Conn) error {
 		rows, err := c.Query(ctx, `SELECT name, owner, created_at FROM buckets ORDER BY name`)
-		if err != nil {
-			return err
+		if err == nil {
+			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (meta.Bucket, error) {
+				var b meta.Bucket
+				err := row.Scan(&b.Name, &b.Owner, &b.CreatedAt)
+				b.CreatedAt = b.CreatedAt.UTC()
+				return b, err
+			})
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var b meta.Bucket
-			if err := rows.Scan(&b.Name, &b.Owner, &b.CreatedAt); err != nil {
-				return err
-			}
-			b.CreatedAt = b.CreatedAt.UTC()
-			out = append(out, b)
-		}
-		return rows.Err()
+		return err
 	})
-	return out, err
+	return nonNil(out), err
+}
+
+// nonNil makes an empty result an empty slice, as the other store answers.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }
 
 // DeleteBucket removes an empty bucket. An object written at the same time
@@ -202,23 +206,15 @@ func (s *Store) ObjectsAfter(ctx context.Context, q meta.ObjectQuery) ([]meta.Ob
 	if end == nil {
 		end = []byte{0xff, 0xff}
 	}
-	out := []meta.Object{}
+	var out []meta.Object
 	err := s.run(ctx, "list objects", func(ctx context.Context, c *pgxpool.Conn) error {
 		rows, err := c.Query(ctx, objectsAfterSQL, q.Bucket, []byte(q.After), []byte(q.Prefix), end, rules.Limit(q.Limit))
-		if err != nil {
-			return err
+		if err == nil {
+			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (meta.Object, error) { return scanObject(row) })
 		}
-		defer rows.Close()
-		for rows.Next() {
-			o, err := scanObject(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, o)
-		}
-		return rows.Err()
+		return err
 	})
-	return out, err
+	return nonNil(out), err
 }
 
 const objectsAfterSQL = `SELECT ` + objectColumns + ` FROM objects
@@ -288,23 +284,15 @@ func (s *Store) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, er
 
 // ListAccessKeys returns every key in id order.
 func (s *Store) ListAccessKeys(ctx context.Context) ([]meta.AccessKey, error) {
-	out := []meta.AccessKey{}
+	var out []meta.AccessKey
 	err := s.run(ctx, "list access keys", func(ctx context.Context, c *pgxpool.Conn) error {
 		rows, err := c.Query(ctx, `SELECT access_key, name, secret, admin, created_at FROM access_keys ORDER BY access_key`)
-		if err != nil {
-			return err
+		if err == nil {
+			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (meta.AccessKey, error) { return scanAccessKey(row) })
 		}
-		defer rows.Close()
-		for rows.Next() {
-			k, err := scanAccessKey(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, k)
-		}
-		return rows.Err()
+		return err
 	})
-	return out, err
+	return nonNil(out), err
 }
 
 // DeleteAccessKey removes one key.

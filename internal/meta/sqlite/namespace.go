@@ -48,21 +48,35 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 // ListBuckets returns every bucket in name order.
 func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT name, owner, created_at FROM buckets ORDER BY name`)
-	if err != nil {
-		return nil, fail(ctx, err, "list buckets")
-	}
-	defer rows.Close()
-	out := []meta.Bucket{}
-	for rows.Next() {
+	return fail2[[]meta.Bucket](ctx, "list buckets")(collect(rows, err, func(row scanner) (meta.Bucket, error) {
 		var b meta.Bucket
 		var created int64
-		if err := rows.Scan(&b.Name, &b.Owner, &created); err != nil {
-			return nil, fail(ctx, err, "list buckets")
-		}
+		err := row.Scan(&b.Name, &b.Owner, &created)
 		b.CreatedAt = fromMicros(created)
-		out = append(out, b)
+		return b, err
+	}))
+}
+
+// collect reads every row of a query with scan.
+func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
 	}
-	return out, fail(ctx, rows.Err(), "list buckets")
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// fail2 gives a (result, error) pair's error its kind, as fail does.
+func fail2[T any](ctx context.Context, op string) func(T, error) (T, error) {
+	return func(v T, err error) (T, error) { return v, fail(ctx, err, op) }
 }
 
 // DeleteBucket removes an empty bucket.
@@ -186,19 +200,7 @@ func (s *Store) ObjectsAfter(ctx context.Context, q meta.ObjectQuery) ([]meta.Ob
 		end = []byte{0xff, 0xff}
 	}
 	rows, err := s.read.QueryContext(ctx, objectsAfterSQL, q.Bucket, []byte(q.After), []byte(q.Prefix), end, rules.Limit(q.Limit))
-	if err != nil {
-		return nil, fail(ctx, err, "list objects")
-	}
-	defer rows.Close()
-	out := []meta.Object{}
-	for rows.Next() {
-		o, err := scanObject(rows)
-		if err != nil {
-			return nil, fail(ctx, err, "list objects")
-		}
-		out = append(out, o)
-	}
-	return out, fail(ctx, rows.Err(), "list objects")
+	return fail2[[]meta.Object](ctx, "list objects")(collect(rows, err, scanObject))
 }
 
 const objectsAfterSQL = `SELECT ` + objectColumns + ` FROM objects
@@ -257,19 +259,7 @@ func (s *Store) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, er
 // ListAccessKeys returns every key in id order.
 func (s *Store) ListAccessKeys(ctx context.Context) ([]meta.AccessKey, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT access_key, name, secret, admin, created_at FROM access_keys ORDER BY access_key`)
-	if err != nil {
-		return nil, fail(ctx, err, "list access keys")
-	}
-	defer rows.Close()
-	out := []meta.AccessKey{}
-	for rows.Next() {
-		k, err := scanAccessKey(rows)
-		if err != nil {
-			return nil, fail(ctx, err, "list access keys")
-		}
-		out = append(out, k)
-	}
-	return out, fail(ctx, rows.Err(), "list access keys")
+	return fail2[[]meta.AccessKey](ctx, "list access keys")(collect(rows, err, scanAccessKey))
 }
 
 // DeleteAccessKey removes one key.
