@@ -55,6 +55,7 @@ const (
 type options struct {
 	nodes    int
 	coordEnv []string // after coordinatorDefaults, so they override them
+	nodeEnv  []string // after nodeDefaults, so they override them
 	token    string   // CLUSTER_TOKEN on both sides
 	// sweep makes the test drive the failure detector itself through
 	// POST /api/admin/health-check (set HEALTH_CHECK_INTERVAL high with it).
@@ -85,7 +86,7 @@ func startCluster(t *testing.T, o options) *cluster {
 		o.nodes = 3
 	}
 	coordEnv := append(slices.Clone(coordinatorDefaults), o.coordEnv...)
-	nodeEnv := slices.Clone(nodeDefaults)
+	nodeEnv := append(slices.Clone(nodeDefaults), o.nodeEnv...)
 	if o.token != "" {
 		coordEnv = append(coordEnv, "CLUSTER_TOKEN="+o.token)
 		nodeEnv = append(nodeEnv, "CLUSTER_TOKEN="+o.token)

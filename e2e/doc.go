@@ -20,5 +20,9 @@
 // hostile Range headers and page sizes, and internal calls without the
 // cluster token.
 //
+// The console test (console_test.go) loads every console page from a real
+// cluster in headless Chromium, checks what each shows against the API, and
+// sees a node killed with SIGKILL appear on them.
+//
 // The package has no non-test code; this file only carries its comment.
 package e2e

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/byterange"
+	"github.com/dfs-project/dfs/internal/console"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -71,6 +72,10 @@ type Options struct {
 	Rebalancer Rebalancer
 	Health     Health
 	Durability Durability
+	Scrub      Scrub
+	// Operations, when set, answers GET /api/cluster/operations and adds a
+	// running drain to its node.
+	Operations Operations
 	Logger     *slog.Logger
 	// Token, when set, must accompany node-facing calls (registration).
 	Token string
@@ -126,6 +131,11 @@ func New(o Options) http.Handler {
 	r.Method(http.MethodGet, openapi.DocumentPath, docs)
 	r.Method(http.MethodGet, "/swagger-ui", docs)
 	r.Method(http.MethodGet, openapi.UIPath+"*", docs)
+	// The console, on this router so that whatever guards the API guards
+	// it too.
+	ui := console.Handler()
+	r.Method(http.MethodGet, strings.TrimSuffix(console.Path, "/"), ui)
+	r.Method(http.MethodGet, console.Path+"*", ui)
 	r.Get("/", home)
 
 	r.Route("/api", func(r chi.Router) {
@@ -142,9 +152,12 @@ func New(o Options) http.Handler {
 		r.Get("/nodes/{nodeId}", s.getNode)
 		r.Delete("/nodes/{nodeId}", s.deregister)
 		r.Post("/nodes/{nodeId}/rejoin", s.rejoin)
+		r.With(s.requireToken).Post("/nodes/{nodeId}/corrupt", s.reportCorrupt)
 
 		r.Get("/health", s.clusterHealth)
 		r.Get("/cluster/durability", s.durability)
+		r.Get("/cluster/scrub", s.scrub)
+		r.Get("/cluster/operations", s.operations)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)
 		if o.Namespace != nil && o.Objects != nil {
@@ -164,20 +177,15 @@ func New(o Options) http.Handler {
 	return r
 }
 
-// home sends a browser that opens the coordinator to Swagger UI, until the
-// console takes / over. Only exactly / is redirected; any other unknown path
-// stays the router's JSON 404.
+// home sends a browser that opens the coordinator to the console. Only
+// exactly / is redirected; any other unknown path stays the router's JSON
+// 404.
 //
-// 302 Found, because the move is temporary: a 301 or 308 is cached by
-// browsers, which would keep sending / to Swagger UI once it leads to the
-// console. For a GET, 303 and 307 would act the same as 302; 303 says "the
-// result of your request is elsewhere", meant for the answer to a POST, and
-// 307's promise to keep the method means nothing here, so the plain
-// temporary redirect every client has always followed is the clearest.
-// The Location is relative, as the UI's own redirect, so it also works
-// behind a proxy that adds a path prefix.
+// 302 Found, a temporary redirect: a 301 or 308 would be cached by browsers,
+// and / has led elsewhere before (to Swagger UI) and may again. The Location
+// is relative, so it also works behind a proxy that adds a path prefix.
 func home(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Location", strings.TrimPrefix(openapi.UIPath, "/"))
+	w.Header().Set("Location", strings.TrimPrefix(console.Path, "/"))
 	w.WriteHeader(http.StatusFound)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/ring"
 )
@@ -35,6 +36,8 @@ type nodeJSON struct {
 	BytesUsed            *int64          `json:"bytesUsed,omitempty"`
 	FreeBytes            *int64          `json:"freeBytes,omitempty"`
 	DiskID               string          `json:"diskId,omitempty"`
+	// Drain is the node's drain while this coordinator runs it.
+	Drain *ops.Operation `json:"drain,omitempty"`
 }
 
 // NodeStorage is what a node reports it stores.
@@ -64,6 +67,18 @@ func (s *server) withStorage(ctx context.Context, out []nodeJSON) {
 		})
 	}
 	wg.Wait()
+}
+
+// withDrains adds the drains running now to the nodes that have one.
+func (s *server) withDrains(out []nodeJSON) {
+	if s.Operations == nil {
+		return
+	}
+	for i := range out {
+		if op, ok := s.Operations.RunningOn(ops.Drain, out[i].NodeID); ok {
+			out[i].Drain = &op
+		}
+	}
 }
 
 func toNodeJSON(n meta.Node, shares map[string]float64) nodeJSON {
@@ -113,6 +128,7 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 		out = append(out, toNodeJSON(n, shares))
 	}
 	s.withStorage(r.Context(), out)
+	s.withDrains(out)
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
@@ -124,6 +140,7 @@ func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []nodeJSON{toNodeJSON(n, s.Members.Ring().Shares())}
 	s.withStorage(r.Context(), out)
+	s.withDrains(out)
 	httpx.WriteJSON(w, http.StatusOK, out[0])
 }
 
@@ -132,6 +149,15 @@ type ringJSON struct {
 	VirtualNodesPerNode int             `json:"virtualNodesPerNode"`
 	TotalRingPositions  int             `json:"totalRingPositions"`
 	Nodes               []ringShareJSON `json:"nodes"`
+	// Points, asked for with ?points=true, are the ring's virtual nodes in
+	// ring order; each owns the arc from the point before it (exclusive) to
+	// its own position (inclusive), the first one the arc wrapping past 0.
+	Points []ringPointJSON `json:"points,omitempty"`
+}
+
+type ringPointJSON struct {
+	NodeID   string `json:"nodeId"`
+	Position int64  `json:"position"`
 }
 
 type ringShareJSON struct {
@@ -151,7 +177,20 @@ func ringInfo(rg *ring.Ring) ringJSON {
 }
 
 func (s *server) ringInfo(w http.ResponseWriter, r *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, ringInfo(s.Members.Ring()))
+	points, err := boolParam(r, "points")
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	rg := s.Members.Ring()
+	out := ringInfo(rg)
+	if points {
+		out.Points = make([]ringPointJSON, 0, rg.Len())
+		for _, p := range rg.Points() {
+			out.Points = append(out.Points, ringPointJSON{NodeID: p.Node, Position: p.Pos})
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 type deregisterJSON struct {

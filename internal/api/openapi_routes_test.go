@@ -18,25 +18,28 @@ import (
 	"github.com/dfs-project/dfs/internal/api"
 	"github.com/dfs-project/dfs/internal/auth"
 	"github.com/dfs-project/dfs/internal/buildinfo"
+	"github.com/dfs-project/dfs/internal/console"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/openapi"
 	"github.com/dfs-project/dfs/internal/openapi/openapitest"
+	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/ring"
 )
 
-// routes lists the router's routes as "METHOD /path", the Swagger UI's own
-// routes left out: they serve HTML and scripts, not the API.
+// routes lists the router's routes as "METHOD /path", those of Swagger UI
+// and the console left out: they serve HTML and scripts, not the API.
 func routes(t *testing.T, h http.Handler) []string {
 	t.Helper()
 	r, ok := h.(chi.Routes)
 	require.True(t, ok, "api.New no longer returns a chi router; adapt this test")
 	var out []string
 	require.NoError(t, chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		if route == "/swagger-ui" || strings.HasPrefix(route, openapi.UIPath) {
+		if route == "/swagger-ui" || strings.HasPrefix(route, openapi.UIPath) ||
+			route == "/console" || strings.HasPrefix(route, console.Path) {
 			return nil
 		}
 		// chi and OpenAPI write path parameters alike ({fileId}).
@@ -100,19 +103,19 @@ func TestOpenAPIAndSwaggerUIAreServed(t *testing.T) {
 	require.Equal(t, openapi.Document(), rec.Body.Bytes())
 }
 
-// Exactly / leads a browser to Swagger UI with a temporary redirect (the
-// console will take / later); every other unknown path keeps the JSON 404.
-func TestRootRedirectsToSwaggerUI(t *testing.T) {
+// Exactly / leads a browser to the console with a temporary redirect; every
+// other unknown path keeps the JSON 404.
+func TestRootRedirectsToTheConsole(t *testing.T) {
 	h := api.New(api.Options{})
 	tests := []struct {
 		method, target string
 		status         int
 		location, code string
 	}{
-		{http.MethodGet, "/", http.StatusFound, "swagger-ui/", ""},
-		{http.MethodGet, "/?x=1", http.StatusFound, "swagger-ui/", ""},
+		{http.MethodGet, "/", http.StatusFound, "console/", ""},
+		{http.MethodGet, "/?x=1", http.StatusFound, "console/", ""},
 		{http.MethodGet, "/index.html", http.StatusNotFound, "", "NOT_FOUND"},
-		{http.MethodGet, "/console/", http.StatusNotFound, "", "NOT_FOUND"},
+		{http.MethodGet, "/console/missing.js", http.StatusNotFound, "", "NOT_FOUND"},
 		{http.MethodGet, "/api", http.StatusNotFound, "", "NOT_FOUND"},
 		{http.MethodPost, "/", http.StatusMethodNotAllowed, "", "METHOD_NOT_ALLOWED"},
 	}
@@ -133,15 +136,16 @@ func TestRootRedirectsToSwaggerUI(t *testing.T) {
 	}
 
 	// The relative Location, resolved against / as a browser does, is the
-	// page Swagger UI serves.
+	// console's page.
 	target, err := url.Parse("http://coordinator.test/")
 	require.NoError(t, err)
-	loc, err := target.Parse("swagger-ui/")
+	loc, err := target.Parse("console/")
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, loc.Path, nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+	require.Contains(t, rec.Body.String(), "<title>dfs console</title>")
 }
 
 // Fakes embed the interface so methods added to it later need no change
@@ -211,7 +215,15 @@ func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
 	nodes := []meta.Node{
 		{ID: "node-1", Host: "127.0.0.1", Port: 9001, Status: meta.NodeHealthy, RegisteredAt: at, LastCheckAt: &at, LastHealthyAt: &at, ConsecutiveSuccesses: 3},
 		{ID: "node-2", Host: "127.0.0.1", Port: 9002, Status: meta.NodeUnhealthy, RegisteredAt: at},
+		{ID: "node-3", Host: "127.0.0.1", Port: 9003, Status: meta.NodeDeregistered, RegisteredAt: at},
 	}
+	// A finished repair and a drain of node-3 half done, so that both lists
+	// and a node's drain are in the answers.
+	tracker := ops.New(ops.Options{})
+	repair := tracker.Start(ops.Repair, "REPAIR", "", 2)
+	repair.Add(2, 10)
+	repair.Finish(true, rebalance.Report{Trigger: rebalance.Repair, FilesScanned: 2, UnrecoverableFiles: []string{}, Complete: true})
+	tracker.Start(ops.Drain, "DEREGISTERED", "node-3", 4).Add(2, 2048)
 	const id = "3f2b8c1e-5d4a-4b6f-9e21-0c7d8a9b1e2f"
 	rec := meta.FileRecord{
 		File: meta.File{ID: id, Name: "a.txt", ContentType: "text/plain", SizeBytes: 5, Checksum: strings.Repeat("ab", 32),
@@ -232,6 +244,10 @@ func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
 		{"one node", http.MethodGet, "/api/nodes/node-2", api.HealthUp, http.StatusOK},
 		{"unknown node", http.MethodGet, "/api/nodes/node-9", api.HealthUp, http.StatusNotFound},
 		{"ring", http.MethodGet, "/api/nodes/ring", api.HealthUp, http.StatusOK},
+		{"ring points", http.MethodGet, "/api/nodes/ring?points=true", api.HealthUp, http.StatusOK},
+		{"bad ring query", http.MethodGet, "/api/nodes/ring?points=yes", api.HealthUp, http.StatusBadRequest},
+		{"operations", http.MethodGet, "/api/cluster/operations", api.HealthUp, http.StatusOK},
+		{"draining node", http.MethodGet, "/api/nodes/node-3", api.HealthUp, http.StatusOK},
 		{"metadata", http.MethodGet, "/api/files/" + id + "/metadata", api.HealthUp, http.StatusOK},
 		{"unknown file", http.MethodGet, "/api/files/00000000-0000-4000-8000-000000000000/metadata", api.HealthUp, http.StatusNotFound},
 		{"file list", http.MethodGet, "/api/files?page=0&size=5", api.HealthUp, http.StatusOK},
@@ -248,7 +264,7 @@ func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := api.New(api.Options{
 				Files: fakeFiles{rec: rec}, Members: fakeMembers{nodes: nodes}, Rebalancer: fakeRebalancer{},
-				Health: fakeHealth{report: report(tc.health)},
+				Health: fakeHealth{report: report(tc.health)}, Operations: tracker,
 			})
 			req := httptest.NewRequest(tc.method, tc.target, nil)
 			w := httptest.NewRecorder()

@@ -36,6 +36,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"RegisterRequest":   RegisterRequest{},
 		"Ring":              RingInfo{},
 		"RingShare":         RingShare{},
+		"RingPoint":         RingPoint{},
+		"Operation":         Operation{},
 		"RebalanceReport":   RebalanceReport{},
 		"DrainReport":       DrainReport{},
 		"DeregisterResult":  DeregisterResult{},
@@ -49,6 +51,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"HealthCheckResult": HealthCheckResult{},
 		"DurabilityReport":  DurabilityReport{},
 		"NodeRisk":          NodeRisk{},
+		"ScrubReport":       ScrubReport{},
+		"NodeScrub":         NodeScrub{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {

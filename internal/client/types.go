@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -153,6 +154,28 @@ type Node struct {
 	// DiskID is the identity of the node's data directory; empty while
 	// unknown.
 	DiskID string `json:"diskId,omitempty"`
+	// Drain is the node's drain while the answering coordinator runs it;
+	// nil otherwise.
+	Drain *Operation `json:"drain,omitempty"`
+}
+
+// Operation is a rebalance, drain, repair or scrub pass as GET
+// /api/cluster/operations shows it.
+type Operation struct {
+	ID             string     `json:"id"`
+	Kind           string     `json:"kind"`
+	Trigger        string     `json:"trigger"`
+	NodeID         string     `json:"nodeId,omitempty"`
+	State          string     `json:"state"`
+	Done           int64      `json:"done"`
+	Total          int64      `json:"total"`
+	BytesDone      int64      `json:"bytesDone"`
+	BytesPerSecond float64    `json:"bytesPerSecond"`
+	EtaSeconds     *float64   `json:"etaSeconds"`
+	StartedAt      time.Time  `json:"startedAt"`
+	FinishedAt     *time.Time `json:"finishedAt"`
+	// Report is the operation's final report, as the server sent it.
+	Report json.RawMessage `json:"report,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/nodes/register.
@@ -170,6 +193,14 @@ type RingInfo struct {
 	VirtualNodesPerNode int         `json:"virtualNodesPerNode"`
 	TotalRingPositions  int         `json:"totalRingPositions"`
 	Nodes               []RingShare `json:"nodes"`
+	// Points lists every virtual node in ring order; only with points=true.
+	Points []RingPoint `json:"points,omitempty"`
+}
+
+// RingPoint is one virtual node of the ring.
+type RingPoint struct {
+	NodeID   string `json:"nodeId"`
+	Position int64  `json:"position"`
 }
 
 // RingShare is one node's part of the keyspace.

@@ -33,6 +33,7 @@ import (
 	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/objects"
+	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/redisx"
@@ -58,6 +59,7 @@ type App struct {
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
 	metrics    *metrics.Coordinator
+	ops        *ops.Tracker        // this process's rebalances, drains and repairs
 	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
 	redis      *redisx.Client      // nil without REDIS_URL
 	// notices publishes membership changes to Redis, off the registry's
@@ -82,7 +84,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		dirLock.Close()
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024)}
+	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024), ops: ops.New(ops.Options{})}
 	a.content = contentcache.New(cfg.ContentCacheSize, cfg.ContentCacheMaxFile)
 	a.metrics = metrics.NewCoordinator(reg, metrics.Options{
 		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
@@ -90,6 +92,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	reg.MustRegister(metrics.NewFilesByStatus(base.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
 	dur := &durability{store: base, rf: cfg.ReplicationFactor}
 	reg.MustRegister(metrics.NewDurability(dur.Sample, metrics.DurabilityOptions{
+		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
+	reg.MustRegister(metrics.NewRepairQueue(base.RepairQueue, metrics.RepairQueueOptions{
 		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
 
 	// Redis is an optimisation: a cache in front of the store, leases that
@@ -152,11 +156,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	rec := reconcile.New(reconcile.Options{
 		Store: store, Nodes: nodes, Cluster: a.members, ReplicationFactor: cfg.ReplicationFactor, Logger: log,
 		Lock: locker, LockTTL: cfg.LeaseTTL,
+		Throttle: reconcile.NewThrottle(cfg.RebalanceBandwidth, metrics.NewCopyThrottle(reg).Paced),
 	})
 	a.rebalancer = rebalance.New(rebalance.Options{
 		Store: store, Reconciler: rec, Ring: a.members.Ring, ReplicationFactor: cfg.ReplicationFactor,
 		DrainTimeout: cfg.DrainTimeout, Logger: log, OnReport: a.metrics.RebalanceDone, Lock: locker,
-		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status,
+		Parallelism: cfg.RebalanceParallelism, NodeStatus: a.members.Status, Ops: a.ops, RiskOrder: store.FileIDsByRisk,
 		FreeSpace: func(ctx context.Context, id string) (int64, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {
@@ -223,6 +228,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
 		Durability:  dur,
+		Operations:  a.ops,
 		Logger:      log,
 		Token:       cfg.ClusterToken,
 		MaxFileSize: cfg.MaxFileSize,
@@ -233,6 +239,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Namespace:   ns,
 		Objects:     &objects.Service{Files: a.files, Namespace: ns, Log: log},
 		RootKey:     cfg.RootAccessKey,
+		Scrub:       &scrubView{nodes: store.ListNodes, addr: a.members.BaseURL, status: nodes.Scrub, files: a.files},
 		NodeStats: func(ctx context.Context, id string) (api.NodeStorage, error) {
 			base, ok := a.members.BaseURL(id)
 			if !ok {

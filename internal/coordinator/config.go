@@ -45,6 +45,7 @@ type Config struct {
 	ContentCacheSize            int64         // CONTENT_CACHE_SIZE: memory for verified bytes of small files (0: off)
 	ContentCacheMaxFile         int64         // CONTENT_CACHE_MAX_FILE: the largest file the content cache keeps
 	RebalanceParallelism        int           // REBALANCE_PARALLELISM: files one rebalance run reconciles at once
+	RebalanceBandwidth          int64         // REBALANCE_BANDWIDTH: bytes/s of all rebalance, drain and repair copies together (0: unlimited)
 	SpoolMemoryMax              int64         // SPOOL_MEMORY_MAX: largest upload held in memory rather than a spool file
 	SpoolMemoryLimit            int64         // SPOOL_MEMORY_LIMIT: memory all in-memory uploads may hold at once
 	DrainTimeout                time.Duration // DRAIN_TIMEOUT: how long DELETE /api/nodes/{id}?wait=true waits
@@ -94,6 +95,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		ContentCacheSize:            l.Size("CONTENT_CACHE_SIZE", 0),
 		ContentCacheMaxFile:         l.Size("CONTENT_CACHE_MAX_FILE", 64<<10),
 		RebalanceParallelism:        l.Int("REBALANCE_PARALLELISM", rebalance.DefaultParallelism, 1, 1024),
+		RebalanceBandwidth:          l.Size("REBALANCE_BANDWIDTH", 0),
 		SpoolMemoryMax:              l.Size("SPOOL_MEMORY_MAX", 256<<10),
 		SpoolMemoryLimit:            l.Size("SPOOL_MEMORY_LIMIT", 16<<20),
 		DrainTimeout:                l.Duration("DRAIN_TIMEOUT", 5*time.Minute),

@@ -157,7 +157,16 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		l.log.Info("pruned leases left by stopped coordinators", "leases", n, "expired_for_over", l.leaseAge)
 	}
 	now := l.clock()
-	ids, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDegraded, meta.FileFailed, meta.FileDeleted}, now, repairBatch)
+	// The files closest to loss first: the store lists them by fewest ACTIVE
+	// copies, so a batch never leaves a one-copy file for a later pass while
+	// it takes a two-copy one, and pending deletes, which hold nothing to
+	// lose, are a batch of their own. The run sorts the whole list the same
+	// way (rebalance.Options.RiskOrder), the stuck moves among the rest.
+	ids, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDegraded, meta.FileFailed}, now, repairBatch)
+	if err != nil {
+		return rebalance.Report{}, err
+	}
+	deleted, err := l.store.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDeleted}, now, repairBatch)
 	if err != nil {
 		return rebalance.Report{}, err
 	}
@@ -176,7 +185,7 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 			l.log.Warn("could not settle an abandoned upload", "file", id, "err", err)
 		}
 	}
-	ids = append(append(ids, stuck...), abandoned...)
+	ids = append(append(append(ids, stuck...), deleted...), abandoned...)
 	if len(ids) == 0 {
 		return rebalance.Report{Trigger: rebalance.Repair}, nil
 	}

@@ -166,8 +166,21 @@ type Store interface {
 	// (an indexed query, never a scan of all files).
 	FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error)
 	// FileIDsByStatus lists up to limit IDs of files in one of statuses whose
-	// UpdatedAt is before updatedBefore, oldest first.
+	// UpdatedAt is before updatedBefore, in repair order: the fewest ACTIVE
+	// copies first, then the oldest UpdatedAt, then by ID. So a repair pass
+	// bounded by limit takes the files closest to loss before any other.
 	FileIDsByStatus(ctx context.Context, statuses []FileStatus, updatedBefore time.Time, limit int) ([]string, error)
+	// FileIDsByRisk returns the files among ids, each once and leaving out
+	// those that do not exist, in repair order: the readable ones first
+	// (PENDING and DELETED files hold nothing to lose), by fewest ACTIVE
+	// copies, then the oldest UpdatedAt, then by ID. It looks each file up by
+	// its key and sorts in the database, never reading other files. An ID
+	// that is not canonical is errs.Invalid.
+	FileIDsByRisk(ctx context.Context, ids []string) ([]string, error)
+	// RepairQueue counts the files waiting for repair (DEGRADED and FAILED)
+	// by their number of ACTIVE copies, from an index; only counts some file
+	// has are present.
+	RepairQueue(ctx context.Context) (map[int]int, error)
 	// FileIDsInRanges lists the IDs of files whose RingPosition lies in any of
 	// the ranges.
 	FileIDsInRanges(ctx context.Context, ranges []PositionRange) ([]string, error)

@@ -47,7 +47,7 @@ type Durability struct {
 	rf                                int
 	files, atRisk, headroom, nodeLeft *prometheus.Desc
 	errors                            prometheus.Counter
-	report                            scrapeCache[durabilitySample]
+	report                            *scrapeCache[durabilitySample]
 }
 
 // durabilitySample is one answer of a DurabilityFunc.
@@ -63,19 +63,14 @@ func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
 	if o.ReplicationFactor <= 0 {
 		o.ReplicationFactor = 3
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultDurabilityTimeout
-	}
-	if o.CacheFor <= 0 {
-		o.CacheFor = DefaultDurabilityCacheFor
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	errors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dfs_durability_errors_total",
-		Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
-	})
+	report := newScrapeCache(func(ctx context.Context) (durabilitySample, error) {
+		d, headroom, err := sample(ctx)
+		return durabilitySample{d: d, headroom: headroom}, err
+	}, scrapeOptions{o.Timeout, o.CacheFor, o.Logger}, DefaultDurabilityTimeout, DefaultDurabilityCacheFor,
+		"durability", prometheus.CounterOpts{
+			Name: "dfs_durability_errors_total",
+			Help: "Failed or timed-out durability counts; while failing, the dfs_durability gauges are absent from scrapes.",
+		})
 	return &Durability{
 		rf: o.ReplicationFactor,
 		files: prometheus.NewDesc("dfs_durability_files",
@@ -88,15 +83,8 @@ func NewDurability(sample DurabilityFunc, o DurabilityOptions) *Durability {
 		nodeLeft: prometheus.NewDesc("dfs_durability_node_files_left",
 			"Files that would be left with this many healthy copies (1 or 0) if this node failed now.",
 			[]string{"node", "copies"}, nil),
-		errors: errors,
-		report: scrapeCache[durabilitySample]{
-			sample: func(ctx context.Context) (durabilitySample, error) {
-				d, headroom, err := sample(ctx)
-				return durabilitySample{d: d, headroom: headroom}, err
-			},
-			timeout: o.Timeout, cacheFor: o.CacheFor,
-			errors: errors, log: o.Logger, what: "durability", now: time.Now,
-		},
+		errors: report.errors,
+		report: report,
 	}
 }
 
@@ -113,18 +101,8 @@ func (c *Durability) Describe(ch chan<- *prometheus.Desc) {
 func (c *Durability) Collect(ch chan<- prometheus.Metric) {
 	r, err := c.report.get()
 	if err == nil {
-		d, headroom, rf := r.d, r.headroom, c.rf
-		buckets := make([]int, rf+1)
-		for copies, files := range d.FilesByCopies {
-			buckets[min(copies, rf)] += files
-		}
-		for copies, files := range buckets {
-			label := strconv.Itoa(copies)
-			if copies == rf {
-				label += "+"
-			}
-			ch <- prometheus.MustNewConstMetric(c.files, prometheus.GaugeValue, float64(files), label)
-		}
+		d, headroom := r.d, r.headroom
+		collectByCopies(ch, c.files, d.FilesByCopies, c.rf)
 		ch <- prometheus.MustNewConstMetric(c.atRisk, prometheus.GaugeValue, float64(d.BytesAtRisk))
 		ch <- prometheus.MustNewConstMetric(c.headroom, prometheus.GaugeValue, float64(headroom))
 		for _, n := range d.Nodes {
@@ -133,4 +111,21 @@ func (c *Durability) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.errors.Collect(ch)
+}
+
+// collectByCopies sends desc, labelled by copies, for every count of copies
+// below top, at zero when no file has it, and for top and more under
+// "<top>+"; byCopies maps a number of copies to the files that have it.
+func collectByCopies(ch chan<- prometheus.Metric, desc *prometheus.Desc, byCopies map[int]int, top int) {
+	buckets := make([]int, top+1)
+	for copies, files := range byCopies {
+		buckets[min(copies, top)] += files
+	}
+	for copies, files := range buckets {
+		label := strconv.Itoa(copies)
+		if copies == top {
+			label += "+"
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(files), label)
+	}
 }

@@ -49,7 +49,7 @@ var fileStatuses = []meta.FileStatus{
 type FilesByStatus struct {
 	desc   *prometheus.Desc
 	errors prometheus.Counter
-	counts scrapeCache[map[meta.FileStatus]int]
+	counts *scrapeCache[map[meta.FileStatus]int]
 }
 
 var _ prometheus.Collector = (*FilesByStatus)(nil)
@@ -57,28 +57,17 @@ var _ prometheus.Collector = (*FilesByStatus)(nil)
 // NewFilesByStatus returns a collector over count; register it on the
 // coordinator's registry.
 func NewFilesByStatus(count CountFunc, o FilesByStatusOptions) *FilesByStatus {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultCountTimeout
-	}
-	if o.CacheFor <= 0 {
-		o.CacheFor = DefaultCountCacheFor
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	errors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dfs_files_count_errors_total",
-		Help: "Failed or timed-out counts of files by status; while failing, dfs_files is absent from scrapes.",
-	})
+	counts := newScrapeCache(count, scrapeOptions{o.Timeout, o.CacheFor, o.Logger}, DefaultCountTimeout, DefaultCountCacheFor,
+		"files by status", prometheus.CounterOpts{
+			Name: "dfs_files_count_errors_total",
+			Help: "Failed or timed-out counts of files by status; while failing, dfs_files is absent from scrapes.",
+		})
 	return &FilesByStatus{
 		desc: prometheus.NewDesc("dfs_files",
 			"Files in the metadata store by status, counted at scrape time (cached briefly).",
 			[]string{"status"}, nil),
-		errors: errors,
-		counts: scrapeCache[map[meta.FileStatus]int]{
-			sample: count, timeout: o.Timeout, cacheFor: o.CacheFor,
-			errors: errors, log: o.Logger, what: "files by status", now: time.Now,
-		},
+		errors: counts.errors,
+		counts: counts,
 	}
 }
 

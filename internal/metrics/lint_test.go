@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -81,6 +82,10 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		return meta.Durability{FilesByCopies: map[int]int{3: 5, 2: 1}, BytesAtRisk: 10,
 			Nodes: []meta.NodeDurability{{NodeID: "node-1", FilesLeftWithOneCopy: 1}}}, 1, nil
 	}, metrics.DurabilityOptions{}))
+	reg.MustRegister(metrics.NewRepairQueue(func(context.Context) (map[int]int, error) {
+		return map[int]int{1: 2, 2: 9}, nil
+	}, metrics.RepairQueueOptions{}))
+	metrics.NewCopyThrottle(reg).Paced(256<<10, 250*time.Millisecond)
 
 	c.ObserveHTTP("/api/files/{fileId}", http.MethodGet, http.StatusOK, 0.02)
 	c.ObserveHTTP("unmatched", http.MethodGet, http.StatusNotFound, 0.001)
@@ -113,6 +118,8 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		"dfs_files", "dfs_files_count_errors_total",
 		"dfs_durability_files", "dfs_durability_bytes_at_risk", "dfs_durability_failure_headroom",
 		"dfs_durability_node_files_left", "dfs_durability_errors_total",
+		"dfs_repair_queue_files", "dfs_repair_queue_errors_total",
+		"dfs_rebalance_throttled_bytes_total", "dfs_rebalance_throttle_wait_seconds_total",
 		"dfs_rebalance_runs_total", "dfs_rebalance_copies_created_total", "dfs_rebalance_copies_removed_total",
 		"dfs_rebalance_failures_total", "dfs_rebalance_duration_seconds",
 		"dfs_cache_hits_total", "dfs_cache_misses_total", "dfs_redis_errors_total",

@@ -30,6 +30,33 @@ type scrapeCache[T any] struct {
 	lastErr error
 }
 
+// scrapeOptions are what every scrape-time collector's options hold; zero
+// values take the collector's defaults.
+type scrapeOptions struct {
+	timeout, cacheFor time.Duration
+	log               *slog.Logger
+}
+
+// newScrapeCache returns the cache of a collector that counts what with
+// sample, its failures counted by a new counter made from errs; timeout and
+// cacheFor default to defTimeout and defCacheFor, the logger to none.
+func newScrapeCache[T any](sample func(context.Context) (T, error), o scrapeOptions, defTimeout, defCacheFor time.Duration,
+	what string, errs prometheus.CounterOpts) *scrapeCache[T] {
+	if o.timeout <= 0 {
+		o.timeout = defTimeout
+	}
+	if o.cacheFor <= 0 {
+		o.cacheFor = defCacheFor
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	return &scrapeCache[T]{
+		sample: sample, timeout: o.timeout, cacheFor: o.cacheFor,
+		errors: prometheus.NewCounter(errs), log: o.log, what: what, now: time.Now,
+	}
+}
+
 // get returns the cached answer while it is fresh, and counts anew otherwise.
 func (c *scrapeCache[T]) get() (T, error) {
 	c.mu.Lock()

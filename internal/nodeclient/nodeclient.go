@@ -597,6 +597,13 @@ func (c *Client) Stats(ctx context.Context, node string) (wire.Stats, error) {
 	return s, err
 }
 
+// Scrub returns the progress of node's scrubber.
+func (c *Client) Scrub(ctx context.Context, node string) (wire.ScrubStatus, error) {
+	var s wire.ScrubStatus
+	err := c.getJSON(ctx, call{method: http.MethodGet, node: node, path: wire.PathScrub, op: "scrub status"}, c.timeout, &s)
+	return s, err
+}
+
 // List returns up to limit of node's blobs whose ids sort after the cursor
 // after, in id order. limit <= 0 asks for the node's default page size.
 func (c *Client) List(ctx context.Context, node, after string, limit int) (wire.BlobList, error) {

@@ -1,6 +1,6 @@
 // Package rebalance decides which files a membership change or a manual
 // request affects and runs the reconciler over them with bounded
-// parallelism, producing one report per run.
+// parallelism, those closest to loss first, producing one report per run.
 //
 // Which files a trigger visits:
 //   - a node failed or was deregistered: the files with a copy on it (an
@@ -22,6 +22,7 @@ import (
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
 )
@@ -112,6 +113,27 @@ type Options struct {
 	// FreeSpace, when set, asks a node how many bytes it can still take,
 	// for drain plans; without it no node's free space is known.
 	FreeSpace func(ctx context.Context, nodeID string) (int64, error)
+	// RiskOrder, when set, puts the files of every run in the order they
+	// are reconciled: those closest to loss first (meta.Store.FileIDsByRisk,
+	// which leaves out the files that no longer exist; the run takes those
+	// last, and its reconcile finds them gone). Without it, or when it fails,
+	// files go in the order they were listed.
+	RiskOrder func(ctx context.Context, ids []string) ([]string, error)
+	// Ops, when set, records every run as an operation (GET
+	// /api/cluster/operations): a drain, a repair or a rebalance by trigger.
+	Ops *ops.Tracker
+}
+
+// kindOf is the kind of operation a run for trigger is: the rebalance of a
+// deregistration is the node's drain, the repair loop's runs are repairs.
+func kindOf(t Trigger) ops.Kind {
+	switch t {
+	case Deregistered:
+		return ops.Drain
+	case Repair:
+		return ops.Repair
+	}
+	return ops.Rebalance
 }
 
 // DefaultParallelism is how many files a run reconciles at once unless told
@@ -220,12 +242,17 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 		ctx = work
 	}
 	b.log.Info("rebalance started", "trigger", trigger, "node", node)
+	op := b.o.Ops.Start(kindOf(trigger), string(trigger), node, 0)
 	ids, err := b.AffectedFiles(ctx, trigger, node)
 	if err != nil {
 		b.log.Error("rebalance could not list its files", "trigger", trigger, "node", node, "err", err)
+		op.Fail(err)
 		return Report{Trigger: trigger, Node: node}, err
 	}
-	rep := b.RunFiles(ctx, trigger, node, ids)
+	op.Grow(len(ids))
+	rep := b.runFiles(ctx, trigger, node, ids, op)
+	b.report(rep)
+	op.Finish(rep.Complete, rep)
 	msg, level := "rebalance completed", slog.LevelInfo
 	if !rep.Complete {
 		msg, level = "rebalance cut short: some files were not reconciled and the run will be retried", slog.LevelWarn
@@ -251,12 +278,14 @@ func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report,
 	start := time.Now()
 	total := Report{Trigger: trigger, UnrecoverableFiles: []string{}, Complete: true}
 	b.log.Info("rebalance started", "trigger", trigger, "scope", "files misplaced on the current ring")
+	op := b.o.Ops.Start(kindOf(trigger), string(trigger), "", 0)
 	after := ""
 	for {
 		page, err := b.o.Store.FilesAfter(ctx, after, misplacedPage)
 		if err != nil {
 			total.Complete = false
 			b.log.Error("rebalance could not read its files", "trigger", trigger, "err", err)
+			op.Fail(err)
 			return total, err
 		}
 		rg := b.o.Ring()
@@ -268,7 +297,8 @@ func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report,
 		}
 		total.FilesScanned += len(page)
 		if len(ids) > 0 {
-			rep := b.runFiles(ctx, trigger, "", ids)
+			op.Grow(len(ids))
+			rep := b.runFiles(ctx, trigger, "", ids, op)
 			total.FilesAffected += rep.FilesAffected
 			total.CopiesCreated += rep.CopiesCreated
 			total.CopiesRemoved += rep.CopiesRemoved
@@ -288,9 +318,8 @@ func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report,
 	}
 	slices.Sort(total.UnrecoverableFiles)
 	total.DurationMs = time.Since(start).Milliseconds()
-	if b.o.OnReport != nil {
-		b.o.OnReport(total)
-	}
+	b.report(total)
+	op.Finish(total.Complete, total)
 	msg, level := "rebalance completed", slog.LevelInfo
 	if !total.Complete {
 		msg, level = "rebalance cut short: some files were not reconciled and the run will be retried", slog.LevelWarn
@@ -303,18 +332,54 @@ func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report,
 }
 
 // RunFiles reconciles the given files with bounded parallelism and reports
-// the run (to OnReport too).
+// the run (to OnReport and as an operation too).
 func (b *Rebalancer) RunFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
-	rep := b.runFiles(ctx, trigger, node, ids)
-	if b.o.OnReport != nil {
-		b.o.OnReport(rep)
-	}
+	op := b.o.Ops.Start(kindOf(trigger), string(trigger), node, len(ids))
+	rep := b.runFiles(ctx, trigger, node, ids, op)
+	b.report(rep)
+	op.Finish(rep.Complete, rep)
 	return rep
 }
 
-// runFiles reconciles the given files with bounded parallelism.
-func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string, ids []string) Report {
+// byRisk orders ids for a run (see Options.RiskOrder).
+func (b *Rebalancer) byRisk(ctx context.Context, trigger Trigger, node string, ids []string) []string {
+	if b.o.RiskOrder == nil || len(ids) < 2 {
+		return ids
+	}
+	ordered, err := b.o.RiskOrder(ctx, ids)
+	if err != nil {
+		// The order only decides what is safe soonest; the work is the same.
+		b.log.Warn("could not order the run's files by risk; reconciling them in the order listed",
+			"trigger", trigger, "node", node, "files", len(ids), "err", err)
+		return ids
+	}
+	if len(ordered) < len(ids) {
+		listed := make(map[string]bool, len(ordered))
+		for _, id := range ordered {
+			listed[id] = true
+		}
+		for _, id := range ids {
+			if !listed[id] {
+				ordered = append(ordered, id)
+				listed[id] = true
+			}
+		}
+	}
+	return ordered
+}
+
+// report hands a run's report to OnReport.
+func (b *Rebalancer) report(rep Report) {
+	if b.o.OnReport != nil {
+		b.o.OnReport(rep)
+	}
+}
+
+// runFiles reconciles the given files, those closest to loss first, with
+// bounded parallelism, counting each one on op.
+func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string, ids []string, op *ops.Op) Report {
 	start := time.Now()
+	ids = b.byRisk(ctx, trigger, node, ids)
 	rep := Report{Trigger: trigger, Node: node, FilesScanned: len(ids), UnrecoverableFiles: []string{}}
 	live, end := b.live.begin(trigger, node, len(ids), start)
 	defer end()
@@ -328,6 +393,7 @@ func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string,
 				out, err := b.o.Reconciler.Reconcile(ctx, id)
 				n := live.done.Add(1)
 				live.bytes.Add(out.BytesCopied)
+				op.Add(1, out.BytesCopied)
 				mu.Lock()
 				if err != nil {
 					rep.Failures++
@@ -426,15 +492,19 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 	start := time.Now()
 	total := Report{Trigger: Deregistered, Node: node, UnrecoverableFiles: []string{}}
 	b.log.Info("drain started", "node", node)
+	op := b.o.Ops.Start(ops.Drain, string(Deregistered), node, 0)
 	for round := 0; ; round++ {
 		ids, _, err := b.remaining(ctx, node)
 		if err != nil {
+			op.Fail(err)
 			return DrainReport{}, err
 		}
 		if len(ids) == 0 || work.Err() != nil {
 			break
 		}
-		rep := b.RunFiles(work, Deregistered, node, ids)
+		op.Grow(len(ids))
+		rep := b.runFiles(work, Deregistered, node, ids, op)
+		b.report(rep)
 		if round == 0 {
 			total.FilesScanned = rep.FilesScanned
 		}
@@ -457,6 +527,7 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 	d, err := b.DrainProgress(ctx, node)
 	total.FilesSkipped, total.Complete = d.FilesRemaining, err == nil && d.Complete
 	d.Run = &total
+	op.Finish(err == nil && d.Complete, d)
 	b.log.Info("drain finished", "node", node, "complete", d.Complete, "files_remaining", d.FilesRemaining,
 		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures, "duration_ms", total.DurationMs)
 	return d, err

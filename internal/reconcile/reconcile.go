@@ -58,6 +58,9 @@ type Options struct {
 	Lock lease.Locker
 	// LockTTL is the per-file lease's lifetime (renewed while the work runs).
 	LockTTL time.Duration
+	// Throttle, when set, paces the bytes of every copy this reconciler
+	// makes (REBALANCE_BANDWIDTH); nil is unlimited.
+	Throttle *Throttle
 }
 
 // Reconciler makes a file's copies match the ring.
@@ -69,6 +72,7 @@ type Reconciler struct {
 	log     *slog.Logger
 	lock    lease.Locker
 	lockTTL time.Duration
+	pace    *Throttle
 
 	fullMu sync.Mutex
 	full   map[string]time.Time // nodes that answered a write with "no space", and when
@@ -106,7 +110,7 @@ func New(o Options) *Reconciler {
 		o.LockTTL = time.Minute
 	}
 	return &Reconciler{store: o.Store, nodes: o.Nodes, cluster: o.Cluster, rf: o.ReplicationFactor, log: o.Logger,
-		lock: o.Lock, lockTTL: o.LockTTL}
+		lock: o.Lock, lockTTL: o.LockTTL, pace: o.Throttle}
 }
 
 // Outcome is what one reconciliation of one file did.
@@ -578,7 +582,7 @@ func (r *Reconciler) copyTo(ctx context.Context, f meta.File, dest string, sourc
 			errsSeen = append(errsSeen, src+": "+err.Error())
 			continue
 		}
-		_, _, err = r.nodes.Put(ctx, dbase, f.ID, f.Checksum, f.SizeBytes, obj.Body)
+		_, _, err = r.nodes.Put(ctx, dbase, f.ID, f.Checksum, f.SizeBytes, r.pace.Reader(ctx, obj.Body))
 		obj.Body.Close()
 		if err == nil {
 			return nil

@@ -412,6 +412,7 @@ func TestEveryStoreMethodIsDecided(t *testing.T) {
 		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
 		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
 		"Durability",
+		"FileIDsByRisk", "RepairQueue",
 	}
 	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/scrub"
 )
 
 // Config is everything a storage node is told at start. LoadConfig reads it
@@ -55,6 +56,13 @@ type Config struct {
 	// syncs; larger copies fsync their own files (STORAGE_SYNC_BATCH_MAX,
 	// default 1MiB).
 	SyncBatchMax int64
+	// ScrubPeriod is the time within which the scrubber re-hashes every blob
+	// once, its pass spread over the period (SCRUB_PERIOD; default 168h, at
+	// least 1s).
+	ScrubPeriod time.Duration
+	// ScrubBandwidth caps the bytes per second the scrubber reads
+	// (SCRUB_BANDWIDTH, size syntax; default 32MiB, at least 4KiB).
+	ScrubBandwidth int64
 	// LogLevel and LogFormat configure the logger main builds (LOG_LEVEL,
 	// default info; LOG_FORMAT, default text).
 	LogLevel  string
@@ -97,6 +105,8 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.SyncBatchMax = l.Size("STORAGE_SYNC_BATCH_MAX", blob.DefaultBatchSyncMax)
+	c.ScrubPeriod = l.Duration("SCRUB_PERIOD", scrub.DefaultPeriod)
+	c.ScrubBandwidth = l.Size("SCRUB_BANDWIDTH", scrub.DefaultBandwidth)
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
@@ -155,6 +165,12 @@ func (c Config) Validate() error {
 	}
 	if c.SyncBatchMax <= 0 {
 		bad("STORAGE_SYNC_BATCH_MAX", fmt.Sprint(c.SyncBatchMax), "must be positive (STORAGE_SYNC_MODE=file fsyncs every copy alone)")
+	}
+	if c.ScrubPeriod < scrub.MinPeriod {
+		bad("SCRUB_PERIOD", c.ScrubPeriod.String(), "must be at least "+scrub.MinPeriod.String())
+	}
+	if c.ScrubBandwidth < scrub.MinBandwidth {
+		bad("SCRUB_BANDWIDTH", fmt.Sprint(c.ScrubBandwidth), fmt.Sprintf("must be at least %d bytes/s (4KiB)", scrub.MinBandwidth))
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("shutdown timeout %s must be positive", c.ShutdownTimeout))

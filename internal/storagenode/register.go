@@ -95,15 +95,22 @@ func (r *registrar) attempt(ctx context.Context) {
 }
 
 func (r *registrar) register(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(r.body))
+	return postToCoordinator(ctx, r.client, r.url, r.token, r.body)
+}
+
+// postToCoordinator POSTs a JSON body to one of the coordinator's
+// node-facing endpoints with the cluster token; any answer but a 2xx is an
+// error that quotes the coordinator.
+func postToCoordinator(ctx context.Context, client *http.Client, url, token string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if r.token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := r.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/scrub"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -36,6 +37,8 @@ type Server struct {
 	metrics *metrics
 	reg     *registrar
 	handler http.Handler
+	// scrubber re-hashes every blob once per SCRUB_PERIOD while Serve runs.
+	scrubber *scrub.Scrubber
 }
 
 // New opens the data directory named by cfg (creating it, cleaning up after
@@ -81,6 +84,12 @@ func NewWithStore(cfg Config, store blob.Store, logger *slog.Logger, registry *p
 	if cfg.CoordinatorURL != "" {
 		s.reg = newRegistrar(cfg, store.Identity(), s.log, m.registrations)
 	}
+	if s.scrubber, err = s.newScrubber(); err != nil {
+		return nil, err
+	}
+	if err := registerScrubMetrics(registry, s.scrubber); err != nil {
+		return nil, err
+	}
 	s.handler = s.routes(registry)
 	return s, nil
 }
@@ -104,6 +113,7 @@ func (s *Server) routes(registry *prometheus.Registry) http.Handler {
 		r.Get(wire.PathBlobs+"/{id}/checksum", s.rehashBlob)
 		r.Get(wire.PathBlobs, s.listBlobs)
 		r.Get(wire.PathStats, s.stats)
+		r.Get(wire.PathScrub, s.scrubStatus)
 	})
 	return r
 }
@@ -155,6 +165,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	regCtx, stopRegistering := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	wg.Go(func() { s.scrubber.Run(regCtx) })
 	if s.reg != nil {
 		wg.Go(func() { s.reg.run(regCtx) })
 	} else {

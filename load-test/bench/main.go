@@ -57,6 +57,8 @@ type bench struct {
 	rssSize      int64
 	rebFiles     int
 	rebSize      int64
+	rebBandwidth int64 // REBALANCE_BANDWIDTH of the rebalance phase's second half (0: none)
+	joinClients  int
 	res          *Results
 }
 
@@ -113,6 +115,8 @@ func run(args []string) int {
 	fs.Var(sizeValue{&b.rssSize}, "rss-size", "size of the upload during which peak memory is measured")
 	fs.IntVar(&b.rebFiles, "rebalance-files", 5000, "files in the cluster when the 4th node joins")
 	fs.Var(sizeValue{&b.rebSize}, "rebalance-size", "size of each of those files")
+	fs.Var(sizeValue{&b.rebBandwidth}, "rebalance-bandwidth", "also measure the join with REBALANCE_BANDWIDTH set to this (bytes/s, e.g. 2MiB; default: only without a limit)")
+	fs.IntVar(&b.joinClients, "join-clients", 4, "clients downloading the cluster's files while the 4th node joins (their latency is measured)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [flags]   (DATABASE_URL=postgres://… to use PostgreSQL)\n\nflags:\n")
 		fs.PrintDefaults()
@@ -149,8 +153,8 @@ func run(args []string) int {
 		}
 		phases[p] = true
 	}
-	if b.runs < 1 || b.clients < 1 || b.window <= 0 || b.rebFiles < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -runs, -clients, -window and -rebalance-files must be positive")
+	if b.runs < 1 || b.clients < 1 || b.window <= 0 || b.rebFiles < 1 || b.joinClients < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -runs, -clients, -window, -rebalance-files and -join-clients must be positive")
 		return 2
 	}
 	b.databaseURL = os.Getenv("DATABASE_URL")
@@ -184,7 +188,7 @@ func run(args []string) int {
 			"phases":        only,
 			"units":         "MB = 10^6 bytes; rates are completed requests per second inside the window",
 			"cluster":       "coordinator + 3 storage nodes on loopback, RF=3, every copy fsync'd; load generator and baselines in this process",
-			"rebalance":     fmt.Sprintf("%d files of %s, then node-4 joins (REPAIR_INTERVAL=1h)", b.rebFiles, sizeText(b.rebSize)),
+			"rebalance":     fmt.Sprintf("%d files of %s, then node-4 joins (REPAIR_INTERVAL=1h) while %d clients download them", b.rebFiles, sizeText(b.rebSize), b.joinClients),
 			"large and rss": fmt.Sprintf("%s upload/download; peak RSS (VmHWM, reset before) during a %s upload", sizeText(b.largeSize), sizeText(b.rssSize)),
 		},
 	}
@@ -277,6 +281,13 @@ func (b *bench) addRows() {
 	r.row(dfsRebMBps, baseDisk, 0, "")
 	r.row(dfsRebMoved, dfsRebPredict, 0, "")
 	r.row(dfsRebWall, "", 0, "")
+	r.row(dfsReb+rebClientP+"50", "", 0, "")
+	r.row(dfsReb+rebClientP+"99", "", 0, "")
+	r.row(dfsRebPaced+rebFiles, "", 0, "")
+	r.row(dfsRebPaced+rebMBps, "", 0, "")
+	r.row(dfsRebPaced+rebWall, "", 0, "")
+	r.row(dfsRebPaced+rebClientP+"50", dfsReb+rebClientP+"50", 0, "")
+	r.row(dfsRebPaced+rebClientP+"99", dfsReb+rebClientP+"99", 0, "")
 	b.s3Rows()
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,12 +35,20 @@ const (
 	dfsRSSCoord    = "dfs.rss.coordinator"
 	dfsRSSNode     = "dfs.rss.node"
 	dfsRSSUpload   = "dfs.rss.upload.mbps"
-	dfsRebFiles    = "dfs.rebalance.files-per-s"
-	dfsRebMBps     = "dfs.rebalance.mbps"
-	dfsRebMoved    = "dfs.rebalance.moved-fraction"
-	dfsRebPredict  = "dfs.rebalance.predicted-fraction"
-	dfsRebWall     = "dfs.rebalance.wall"
-	dfsCPU         = "dfs.cpu." // + phase + "." + coordinator|nodes|machine
+	dfsReb         = "dfs.rebalance"
+	dfsRebPaced    = "dfs.rebalance-throttled" // the same, at REBALANCE_BANDWIDTH (-rebalance-bandwidth)
+	dfsRebFiles    = dfsReb + rebFiles
+	dfsRebMBps     = dfsReb + rebMBps
+	dfsRebMoved    = dfsReb + rebMoved
+	dfsRebPredict  = dfsReb + rebPredict
+	dfsRebWall     = dfsReb + rebWall
+	rebFiles       = ".files-per-s"
+	rebMBps        = ".mbps"
+	rebMoved       = ".moved-fraction"
+	rebPredict     = ".predicted-fraction"
+	rebWall        = ".wall"
+	rebClientP     = ".client-download.p" // + 50 or 99
+	dfsCPU         = "dfs.cpu."           // + phase + "." + coordinator|nodes|machine
 	requestTimeout = 30 * time.Second
 )
 
@@ -366,29 +375,86 @@ func (b *bench) rssRun(ctx context.Context, bc *benchCluster, s *series, block [
 
 // rebalance measures, per run on a fresh cluster of 3 nodes holding
 // b.rebFiles files, the rebalance that a 4th node's join sets off: its
-// speed, and the files it moved against the ring's prediction.
+// speed, the files it moved against the ring's prediction, and the latency
+// of b.joinClients clients downloading those files while it runs. With
+// -rebalance-bandwidth it does it all again with REBALANCE_BANDWIDTH set,
+// so the clients' latency can be compared with and without the limit.
 func (b *bench) rebalance(ctx context.Context) error {
-	s := newSeries()
-	for run := range b.runs {
-		b.logf("rebalance on join, run %d of %d: uploading %d files of %s", run+1, b.runs, b.rebFiles, sizeText(b.rebSize))
-		if err := b.rebalanceRun(ctx, run, s); err != nil {
-			return err
-		}
+	variants := []struct{ key, what string }{{dfsReb, "rebalance on join"}}
+	if b.rebBandwidth > 0 {
+		variants = append(variants, struct{ key, what string }{dfsRebPaced,
+			fmt.Sprintf("rebalance on join at REBALANCE_BANDWIDTH=%s/s", sizeText(b.rebBandwidth))})
 	}
-	figs := s.figures()
-	rename(figs, dfsRebFiles, "rebalance on join: files moved/s")
-	rename(figs, dfsRebMBps, "rebalance on join: MB/s copied")
-	rename(figs, dfsRebMoved, "rebalance on join: fraction of files moved")
-	rename(figs, dfsRebPredict, "ring's prediction (pref. list of 3 names node-4)")
-	rename(figs, dfsRebWall, "rebalance on join: node start to run's end")
-	b.res.addFigures(figs)
+	for _, v := range variants {
+		var extra []string
+		if v.key == dfsRebPaced {
+			extra = append(extra, "REBALANCE_BANDWIDTH="+strconv.FormatInt(b.rebBandwidth, 10))
+		}
+		s := newSeries()
+		for run := range b.runs {
+			b.logf("%s, run %d of %d: uploading %d files of %s", v.what, run+1, b.runs, b.rebFiles, sizeText(b.rebSize))
+			if err := b.rebalanceRun(ctx, run, s, v.key, extra...); err != nil {
+				return err
+			}
+		}
+		figs := s.figures()
+		rename(figs, v.key+rebFiles, v.what+": files moved/s")
+		rename(figs, v.key+rebMBps, v.what+": MB/s copied")
+		rename(figs, v.key+rebMoved, v.what+": fraction of files moved")
+		rename(figs, v.key+rebPredict, "ring's prediction (pref. list of 3 names node-4)")
+		rename(figs, v.key+rebWall, v.what+": node start to run's end")
+		for _, p := range []string{"50", "99"} {
+			rename(figs, v.key+rebClientP+p, fmt.Sprintf("%s: p%s of %d clients' downloads meanwhile", v.what, p, b.joinClients))
+		}
+		b.res.addFigures(figs)
+	}
 	return nil
 }
 
-func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
+// joinLoad downloads files of ids at random from n clients until stop is
+// closed, and returns the latency of the downloads that succeeded and how
+// many failed.
+func (b *bench) joinLoad(ctx context.Context, bc *benchCluster, ids []string, n int, stop <-chan struct{}) func() (*harness.Histogram, int) {
+	hist := harness.NewHistogram()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failures := 0
+	for range n {
+		wg.Go(func() {
+			h := harness.NewHistogram()
+			fails := 0
+			for {
+				select {
+				case <-stop:
+					mu.Lock()
+					defer mu.Unlock()
+					hist.Merge(h)
+					failures += fails
+					return
+				default:
+				}
+				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+				start := time.Now()
+				_, err := bc.api.Download(rctx, ids[rand.IntN(len(ids))], io.Discard, client.DownloadOptions{})
+				cancel()
+				if err != nil {
+					fails++
+					continue
+				}
+				h.Record(time.Since(start))
+			}
+		})
+	}
+	return func() (*harness.Histogram, int) {
+		wg.Wait()
+		return hist, failures
+	}
+}
+
+func (b *bench) rebalanceRun(ctx context.Context, run int, s *series, key string, extra ...string) error {
 	// The repair loop is pushed out of the way so that only the join's
 	// run moves data.
-	bc, err := b.startCluster(ctx, "rebalance-"+strconv.Itoa(run), 3, "REPAIR_INTERVAL=1h")
+	bc, err := b.startCluster(ctx, strings.TrimPrefix(key, "dfs.")+"-"+strconv.Itoa(run), 3, append([]string{"REPAIR_INTERVAL=1h"}, extra...)...)
 	if err != nil {
 		return err
 	}
@@ -443,30 +509,20 @@ func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
 	if err != nil {
 		return err
 	}
-	b.logf("rebalance on join, run %d of %d: adding %s; the ring predicts %d of %d files gain a copy there", run+1, b.runs, newNode, len(predicted), len(ids))
+	b.logf("%s run %d of %d: adding %s; the ring predicts %d of %d files gain a copy there", key, run+1, b.runs, newNode, len(predicted), len(ids))
+	stopLoad := make(chan struct{})
+	loadDone := b.joinLoad(ctx, bc, ids, b.joinClients, stopLoad)
 	start := time.Now()
-	if _, err := bc.AddNode(ctx); err != nil {
+	err = b.awaitJoinRebalance(ctx, bc, newNode, runsBefore, start.Add(30*time.Minute))
+	wall := time.Since(start)
+	close(stopLoad)
+	lat, loadFailures := loadDone()
+	if err != nil {
 		return err
 	}
-	deadline := start.Add(30 * time.Minute)
-	for {
-		n, err := metric(ctx, base, "dfs_rebalance_runs_total"+joined)
-		if err != nil {
-			return err
-		}
-		if n > runsBefore {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no JOINED rebalance finished within 30m of %s's start", newNode)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if loadFailures > 0 {
+		b.res.fail("%s run %d: %d of the clients' downloads failed during the join", key, run+1, loadFailures)
 	}
-	wall := time.Since(start)
 	dur, err := metric(ctx, base, "dfs_rebalance_duration_seconds_sum"+joined)
 	if err != nil {
 		return err
@@ -483,7 +539,7 @@ func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
 	if err != nil {
 		return err
 	}
-	missing, extra := 0, 0
+	missing, unpredicted := 0, 0
 	for id := range predicted {
 		if !held[id] {
 			missing++
@@ -491,20 +547,47 @@ func (b *bench) rebalanceRun(ctx context.Context, run int, s *series) error {
 	}
 	for id := range held {
 		if !predicted[id] {
-			extra++
+			unpredicted++
 		}
 	}
-	if failures > 0 || missing > 0 || extra > 0 {
-		b.res.fail("rebalance run %d: %v failures; %s lacks %d predicted files and holds %d unpredicted ones", run+1, failures, newNode, missing, extra)
+	if failures > 0 || missing > 0 || unpredicted > 0 {
+		b.res.fail("%s run %d: %v failures; %s lacks %d predicted files and holds %d unpredicted ones", key, run+1, failures, newNode, missing, unpredicted)
 	}
-	b.res.Notes = append(b.res.Notes, fmt.Sprintf("rebalance run %d: %d files; %d copies created on join in %.2fs (run's own duration); %s holds exactly the predicted set: %v",
-		run+1, len(ids), int(created), dur, newNode, missing == 0 && extra == 0))
-	s.add(dfsRebFiles, "/s", created/dur)
-	s.add(dfsRebMBps, "MB/s", created*float64(b.rebSize)/1e6/dur)
-	s.add(dfsRebMoved, "", created/float64(len(ids)))
-	s.add(dfsRebPredict, "", float64(len(predicted))/float64(len(ids)))
-	s.add(dfsRebWall, "s", wall.Seconds())
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s run %d: %d files; %d copies created on join in %.2fs (run's own duration); %s holds exactly the predicted set: %v; %d downloads by %d clients meanwhile",
+		key, run+1, len(ids), int(created), dur, newNode, missing == 0 && unpredicted == 0, lat.Count(), b.joinClients))
+	s.add(key+rebFiles, "/s", created/dur)
+	s.add(key+rebMBps, "MB/s", created*float64(b.rebSize)/1e6/dur)
+	s.add(key+rebMoved, "", created/float64(len(ids)))
+	s.add(key+rebPredict, "", float64(len(predicted))/float64(len(ids)))
+	s.add(key+rebWall, "s", wall.Seconds())
+	s.add(key+rebClientP+"50", "ms", msOf(lat.Quantile(0.50)))
+	s.add(key+rebClientP+"99", "ms", msOf(lat.Quantile(0.99)))
 	return nil
+}
+
+// awaitJoinRebalance adds newNode and waits until a JOINED rebalance has
+// finished since runsBefore of them had.
+func (b *bench) awaitJoinRebalance(ctx context.Context, bc *benchCluster, newNode string, runsBefore float64, deadline time.Time) error {
+	if _, err := bc.AddNode(ctx); err != nil {
+		return err
+	}
+	for {
+		n, err := metric(ctx, bc.CoordinatorURL(), `dfs_rebalance_runs_total{trigger="JOINED"}`)
+		if err != nil {
+			return err
+		}
+		if n > runsBefore {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no JOINED rebalance finished by %s after %s's start", deadline.Format(time.TimeOnly), newNode)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // startPerf samples the CPU of pid with perf for the warm-up and window of

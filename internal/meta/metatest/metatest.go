@@ -59,6 +59,8 @@ func Run(t *testing.T, open Opener) {
 		{"ListFiles", testListFiles},
 		{"FileIDsOnNode", testFileIDsOnNode},
 		{"FileIDsByStatus", testFileIDsByStatus},
+		{"RepairOrder", testRepairOrder},
+		{"RepairQueue", testRepairQueue},
 		{"FileIDsInRanges", testFileIDsInRanges},
 		{"FileIDsInManyRanges", testFileIDsInManyRanges},
 		{"CountFilesByStatus", testCountFilesByStatus},

@@ -323,7 +323,7 @@ func (s *Store) FileIDsOnNode(ctx context.Context, nodeID string) ([]string, err
 }
 
 // FileIDsByStatus lists up to limit files in statuses last updated before
-// updatedBefore, oldest first.
+// updatedBefore, fewest ACTIVE copies first, then oldest.
 func (s *Store) FileIDsByStatus(ctx context.Context, statuses []meta.FileStatus, updatedBefore time.Time, limit int) ([]string, error) {
 	ss, err := rules.StatusStrings(statuses)
 	if err != nil {
@@ -334,7 +334,7 @@ func (s *Store) FileIDsByStatus(ctx context.Context, statuses []meta.FileStatus,
 	}
 	return s.collectIDs(ctx, "list files by status",
 		`SELECT id::text FROM files WHERE status = ANY($1) AND updated_at < $2
-		ORDER BY updated_at, id LIMIT $3`, ss, rules.Time(updatedBefore), limit)
+		ORDER BY active_copies, updated_at, id LIMIT $3`, ss, rules.Time(updatedBefore), limit)
 }
 
 // FileIDsInRanges lists, in ring order, the files whose position lies in any

@@ -267,9 +267,11 @@ func TestIndexedQueries(t *testing.T) {
 		name, query, index string
 	}{
 		{"files on a node", `SELECT DISTINCT file_id::text FROM file_replicas WHERE node_id = 'n' ORDER BY 1`, "file_replicas_node_status_idx"},
-		{"files by status", `SELECT id::text FROM files WHERE status = ANY('{PENDING,DEGRADED}') AND updated_at < now() ORDER BY updated_at, id LIMIT 5`, "files_status_updated_at_idx"},
+		{"files by status", `SELECT id::text FROM files WHERE status = ANY('{PENDING,DEGRADED}') AND updated_at < now() ORDER BY active_copies, updated_at, id LIMIT 5`, "files_status_updated_at_idx"},
 		{"files in ranges", `SELECT f.id::text FROM unnest('{1,5}'::bigint[], '{2,9}'::bigint[]) AS r(lo, hi)
 			JOIN files f ON f.ring_position BETWEEN r.lo AND r.hi ORDER BY f.ring_position, f.id`, "files_ring_position_idx"},
+		{"files by risk", strings.Replace(sqlFileIDsByRisk, "$1", "'{0b6d5c1e-8f0a-4a8e-9c52-3d1f0f6e2a11}'", 1), "files_pkey"},
+		{"repair queue", sqlRepairQueue, "files_durability_idx"},
 	}
 	ctx := context.Background()
 	for _, tc := range cases {

@@ -20,27 +20,7 @@ func BenchmarkDurability(b *testing.B) {
 	nodes := []string{"node-1", "node-2", "node-3", "node-4", "node-5"}
 	s := openTest(b)
 	ctx := context.Background()
-	tx, err := s.write.BeginTx(ctx, nil)
-	require.NoError(b, err)
-	for _, n := range nodes {
-		_, err := tx.Exec(`INSERT INTO storage_nodes (node_id, host, port, status, registered_at) VALUES (?, 'h', 9000, 'HEALTHY', 0)`, n)
-		require.NoError(b, err)
-	}
-	insFile, err := tx.Prepare(`INSERT INTO files (id, file_name, content_type, size_bytes, status, primary_node_id,
-		replication_factor, ring_position, created_at, updated_at) VALUES (?, 'f', 'x', 1024, 'ACTIVE', ?, 3, ?, 0, 0)`)
-	require.NoError(b, err)
-	insCopy, err := tx.Prepare(`INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at) VALUES (?, ?, 'ACTIVE', 0, 0)`)
-	require.NoError(b, err)
-	for i := range files {
-		id := uuid.NewString()
-		_, err := insFile.Exec(id, nodes[i%5], i)
-		require.NoError(b, err)
-		for k := range 3 {
-			_, err := insCopy.Exec(id, nodes[(i+k)%5])
-			require.NoError(b, err)
-		}
-	}
-	require.NoError(b, tx.Commit())
+	seedFiles(b, s, files, nodes)
 
 	for _, tc := range []struct {
 		name    string
@@ -58,6 +38,58 @@ func BenchmarkDurability(b *testing.B) {
 				}
 				if d.FilesByCopies[3] != tc.want[3] || d.FilesByCopies[2] != tc.want[2] {
 					b.Fatalf("counted %v, want %v", d.FilesByCopies, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// seedFiles writes n ACTIVE files with three ACTIVE copies each over nodes,
+// in one transaction straight into the tables, and returns their IDs.
+func seedFiles(b *testing.B, s *Store, n int, nodes []string) []string {
+	b.Helper()
+	tx, err := s.write.BeginTx(context.Background(), nil)
+	require.NoError(b, err)
+	for _, node := range nodes {
+		_, err := tx.Exec(`INSERT INTO storage_nodes (node_id, host, port, status, registered_at) VALUES (?, 'h', 9000, 'HEALTHY', 0)`, node)
+		require.NoError(b, err)
+	}
+	insFile, err := tx.Prepare(`INSERT INTO files (id, file_name, content_type, size_bytes, status, primary_node_id,
+		replication_factor, ring_position, created_at, updated_at) VALUES (?, 'f', 'x', 1024, 'ACTIVE', ?, 3, ?, 0, ?)`)
+	require.NoError(b, err)
+	insCopy, err := tx.Prepare(`INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at) VALUES (?, ?, 'ACTIVE', 0, 0)`)
+	require.NoError(b, err)
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = uuid.NewString()
+		_, err := insFile.Exec(ids[i], nodes[i%len(nodes)], i, n-i)
+		require.NoError(b, err)
+		for k := range 3 {
+			_, err := insCopy.Exec(ids[i], nodes[(i+k)%len(nodes)])
+			require.NoError(b, err)
+		}
+	}
+	require.NoError(b, tx.Commit())
+	return ids
+}
+
+// BenchmarkFileIDsByRisk measures ordering the files of one run (what a
+// node's failure or a join hands the rebalancer) among 100,000, every one
+// looked up by its key and sorted in the database.
+func BenchmarkFileIDsByRisk(b *testing.B) {
+	const files = 100_000
+	s := openTest(b)
+	ids := seedFiles(b, s, files, []string{"node-1", "node-2", "node-3", "node-4", "node-5"})
+	ctx := context.Background()
+	for _, n := range []int{1_000, 60_000} {
+		b.Run(fmt.Sprintf("files=%d/ordered=%d", files, n), func(b *testing.B) {
+			for b.Loop() {
+				got, err := s.FileIDsByRisk(ctx, ids[:n])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got) != n || got[0] != ids[n-1] {
+					b.Fatalf("ordered %d files starting with %s, want %d starting with the oldest, %s", len(got), got[0], n, ids[n-1])
 				}
 			}
 		})

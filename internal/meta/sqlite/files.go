@@ -392,7 +392,7 @@ const fileIDsOnNodeSQL = `SELECT DISTINCT file_id FROM file_replicas WHERE node_
 func fileIDsByStatusSQL(statuses int) string {
 	return `SELECT id FROM files
 		WHERE status IN (` + placeholders(statuses) + `) AND updated_at < ?
-		ORDER BY updated_at, id LIMIT ?`
+		ORDER BY active_copies, updated_at, id LIMIT ?`
 }
 
 func fileIDsInRangesSQL(intervals int) string {
@@ -409,7 +409,7 @@ func (s *Store) FileIDsOnNode(ctx context.Context, nodeID string) ([]string, err
 }
 
 // FileIDsByStatus lists up to limit files in statuses last updated before
-// updatedBefore, oldest first.
+// updatedBefore, fewest ACTIVE copies first, then oldest.
 func (s *Store) FileIDsByStatus(ctx context.Context, statuses []meta.FileStatus, updatedBefore time.Time, limit int) ([]string, error) {
 	ss, err := rules.StatusStrings(statuses)
 	if err != nil {

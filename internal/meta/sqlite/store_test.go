@@ -262,6 +262,8 @@ func TestIndexedQueries(t *testing.T) {
 		{"durability by active copies", sqlDurabilityByActive, "files_durability_idx", nil},
 		{"durability of copies on down nodes", sqlDurabilityDown, "file_replicas_node_status_idx", []any{`["node-1"]`}},
 		{"durability by node", sqlDurabilityByNode, "files_durability_idx", []any{`["node-1"]`}},
+		{"files by risk", sqlFileIDsByRisk, "sqlite_autoindex_files_1", []any{`["0b6d5c1e-8f0a-4a8e-9c52-3d1f0f6e2a11"]`}},
+		{"repair queue", sqlRepairQueue, "files_durability_idx", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

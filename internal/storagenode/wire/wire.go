@@ -4,12 +4,16 @@
 // endpoint decodes Registration.
 package wire
 
-import "net/url"
+import (
+	"net/url"
+	"time"
+)
 
 // Paths on a storage node.
 const (
 	PathBlobs   = "/internal/blobs"
 	PathStats   = "/internal/stats"
+	PathScrub   = "/internal/scrub"
 	PathLive    = "/health/live"
 	PathReady   = "/health/ready"
 	PathMetrics = "/metrics"
@@ -17,6 +21,10 @@ const (
 
 // PathRegister is the coordinator's endpoint that nodes announce themselves to.
 const PathRegister = "/api/nodes/register"
+
+// CorruptPath is the coordinator's endpoint that node reports a corrupt copy
+// to.
+func CorruptPath(nodeID string) string { return "/api/nodes/" + url.PathEscape(nodeID) + "/corrupt" }
 
 // Headers.
 const (
@@ -110,4 +118,48 @@ type Registration struct {
 	// another identity is a node whose disk was replaced: it holds none of
 	// the copies the coordinator placed on it.
 	DiskID string `json:"diskId"`
+}
+
+// ScrubStatus is the answer of GET /internal/scrub: the scrubber's progress
+// in its current period (see package scrub).
+type ScrubStatus struct {
+	NodeID string `json:"nodeId"`
+	ScrubProgress
+	// HashedCopies, HashedBytes and ThrottledBytes count, since the node
+	// process started, the blobs it hashed and the bytes it read through its
+	// token bucket; with the period's counts they show whether a restart
+	// resumed a pass or began it again.
+	HashedCopies   int64 `json:"hashedCopies"`
+	HashedBytes    int64 `json:"hashedBytes"`
+	ThrottledBytes int64 `json:"throttledBytes"`
+}
+
+// ScrubProgress is what the coordinator shows of a node's scrubber at GET
+// /api/cluster/scrub. Times are RFC 3339; PeriodStart is null until the
+// scrubber has started, LastFullPassAt until it has finished a pass.
+type ScrubProgress struct {
+	PeriodStart             *time.Time `json:"periodStart"`
+	PeriodSeconds           float64    `json:"periodSeconds"`
+	BandwidthBytesPerSecond int64      `json:"bandwidthBytesPerSecond"`
+	CopiesScrubbed          int64      `json:"copiesScrubbed"`
+	BytesScrubbed           int64      `json:"bytesScrubbed"`
+	CopiesTotal             int64      `json:"copiesTotal"`
+	BytesTotal              int64      `json:"bytesTotal"`
+	LastFullPassAt          *time.Time `json:"lastFullPassAt"`
+	CorruptionsFound        int64      `json:"corruptionsFound"`
+	CorruptionsFoundTotal   int64      `json:"corruptionsFoundTotal"`
+	UnreportedCorruptions   int        `json:"unreportedCorruptions"`
+	Running                 bool       `json:"running"`
+	// Behind is true when the rest of the pass cannot be read within the
+	// period at the bandwidth.
+	Behind bool `json:"behind"`
+}
+
+// CorruptReport is what a node POSTs to CorruptPath when its scrubber finds
+// a copy whose bytes do not match their recorded checksum.
+type CorruptReport struct {
+	BlobID         string `json:"blobId"`
+	StoredChecksum string `json:"storedChecksum,omitempty"`
+	ActualChecksum string `json:"actualChecksum,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }

@@ -237,6 +237,16 @@ func CheckFilesAfter(after string, limit int) error {
 	return nil
 }
 
+// CheckFileIDs validates a list of file IDs: each canonical.
+func CheckFileIDs(ids []string) error {
+	for _, id := range ids {
+		if !CanonicalFileID(id) {
+			return errs.E(errs.Invalid, "file id %q is not a canonical UUID", id)
+		}
+	}
+	return nil
+}
+
 // CheckStateKey validates the key of a coordinator state record.
 func CheckStateKey(key string) error {
 	if key == "" {
