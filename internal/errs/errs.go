@@ -62,6 +62,7 @@ const (
 	CodeAccessKeyNotFound   = "ACCESS_KEY_NOT_FOUND" // NotFound: no such access key
 	CodeBucketNotEmpty      = "BUCKET_NOT_EMPTY"     // Conflict: the bucket still holds objects
 	CodeBucketExists        = "BUCKET_EXISTS"        // Conflict: the bucket name is taken
+	CodeUploadNotFound      = "UPLOAD_NOT_FOUND"     // NotFound: no such multipart upload
 )
 
 type kindRow struct {

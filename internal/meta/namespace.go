@@ -92,6 +92,32 @@ type Namespace interface {
 	ListAccessKeys(ctx context.Context) ([]AccessKey, error)
 	// DeleteAccessKey removes a key. NotFound if absent.
 	DeleteAccessKey(ctx context.Context, accessKey string) error
+
+	// CreateUpload records a multipart upload (CreatedAt set when zero).
+	// NotFound when the bucket is absent, Conflict if the id exists.
+	CreateUpload(ctx context.Context, u *Upload) error
+	// GetUpload reads one upload. NotFound if absent.
+	GetUpload(ctx context.Context, uploadID string) (Upload, error)
+	// DeleteUpload forgets an upload (completed or aborted). NotFound if
+	// absent.
+	DeleteUpload(ctx context.Context, uploadID string) error
+	// UploadsAfter lists up to limit uploads of bucket whose keys start with
+	// prefix, ordered by (key, upload id), after (afterKey, afterID): the
+	// (bucket, key, upload id) index's range.
+	UploadsAfter(ctx context.Context, bucket, prefix, afterKey, afterID string, limit int) ([]Upload, error)
+}
+
+// Upload is an S3 multipart upload in progress: the file service's upload
+// session that holds its parts, and the object it will make.
+type Upload struct {
+	ID          string
+	SessionID   string
+	Bucket      string
+	Key         string
+	Owner       string
+	ContentType string
+	Headers     map[string]string
+	CreatedAt   time.Time
 }
 
 // ListQuery is an S3 listing: keys with Prefix after After, with keys that

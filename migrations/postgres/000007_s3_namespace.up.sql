@@ -30,3 +30,18 @@ CREATE TABLE objects (
 );
 
 CREATE INDEX objects_file_id_idx ON objects (file_id);
+
+-- An S3 multipart upload: its upload session (the file service's) and
+-- what the object it makes will be.
+CREATE TABLE multipart_uploads (
+    upload_id    TEXT        PRIMARY KEY,
+    session_id   TEXT        NOT NULL,
+    bucket       TEXT        NOT NULL REFERENCES buckets (name),
+    object_key   BYTEA       NOT NULL CHECK (length(object_key) BETWEEN 1 AND 1024),
+    owner        TEXT        NOT NULL,
+    content_type TEXT        NOT NULL,
+    headers      JSONB       NOT NULL,
+    created_at   TIMESTAMPTZ NOT NULL
+);
+
+CREATE INDEX multipart_uploads_bucket_key_idx ON multipart_uploads (bucket, object_key, upload_id);

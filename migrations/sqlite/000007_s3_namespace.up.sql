@@ -29,3 +29,18 @@ CREATE TABLE objects (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX objects_file_id_idx ON objects (file_id);
+
+-- An S3 multipart upload: its upload session (the file service's) and
+-- what the object it makes will be.
+CREATE TABLE multipart_uploads (
+    upload_id    TEXT    PRIMARY KEY NOT NULL,
+    session_id   TEXT    NOT NULL,
+    bucket       TEXT    NOT NULL REFERENCES buckets (name),
+    object_key   BLOB    NOT NULL CHECK (length(object_key) BETWEEN 1 AND 1024),
+    owner        TEXT    NOT NULL,
+    content_type TEXT    NOT NULL,
+    headers      TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX multipart_uploads_bucket_key_idx ON multipart_uploads (bucket, object_key, upload_id);

@@ -34,6 +34,7 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"ObjectFollowsItsFile", testObjectFollowsItsFile},
 		{"ListingMatchesAModel", testListingMatchesAModel},
 		{"AccessKeys", testAccessKeys},
+		{"Uploads", testUploads},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,4 +332,50 @@ func testAccessKeys(t *testing.T, s NamespaceStore) {
 	_, err = s.GetAccessKey(ctx, "AKB")
 	require.Equal(t, errs.CodeAccessKeyNotFound, errs.CodeOf(err))
 	require.Equal(t, errs.CodeAccessKeyNotFound, errs.CodeOf(s.DeleteAccessKey(ctx, "AKB")))
+}
+
+func testUploads(t *testing.T, s NamespaceStore) {
+	ctx := ctxT(t)
+	_, err := s.GetUpload(ctx, "none")
+	require.Equal(t, errs.CodeUploadNotFound, errs.CodeOf(err))
+	requireKind(t, s.CreateUpload(ctx, &meta.Upload{ID: "u0", SessionID: "s0", Bucket: "nobucket", Key: "k"}), errs.NotFound)
+	newBucket(t, s, "b")
+	newBucket(t, s, "c")
+	mk := func(id, bucket, key string) meta.Upload {
+		u := meta.Upload{ID: id, SessionID: "session-" + id, Bucket: bucket, Key: key, Owner: "AKIA1", ContentType: "text/plain",
+			Headers: map[string]string{"x-amz-meta-a": "1"}}
+		require.NoError(t, s.CreateUpload(ctx, &u))
+		return u
+	}
+	u1 := mk("u1", "b", "dir/x")
+	mk("u3", "b", "dir/x")
+	mk("u2", "b", "dir/y")
+	mk("u4", "b", "other")
+	mk("u5", "c", "dir/x")
+	requireKind(t, s.CreateUpload(ctx, &meta.Upload{ID: "u1", SessionID: "s", Bucket: "b", Key: "k"}), errs.Conflict)
+	got, err := s.GetUpload(ctx, "u1")
+	require.NoError(t, err)
+	require.Equal(t, u1, got)
+
+	ids := func(us []meta.Upload) []string {
+		var out []string
+		for _, u := range us {
+			out = append(out, u.ID)
+		}
+		return out
+	}
+	all, err := s.UploadsAfter(ctx, "b", "", "", "", 100)
+	require.NoError(t, err)
+	require.Equal(t, []string{"u1", "u3", "u2", "u4"}, ids(all), "by key, then by upload id")
+	page, err := s.UploadsAfter(ctx, "b", "dir/", "dir/x", "u1", 100)
+	require.NoError(t, err)
+	require.Equal(t, []string{"u3", "u2"}, ids(page), "after a (key, id) marker, inside the prefix")
+	page, err = s.UploadsAfter(ctx, "b", "", "", "", 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"u1"}, ids(page))
+
+	require.NoError(t, s.DeleteUpload(ctx, "u1"))
+	require.Equal(t, errs.CodeUploadNotFound, errs.CodeOf(s.DeleteUpload(ctx, "u1")))
+	_, err = s.GetUpload(ctx, "u1")
+	requireKind(t, err, errs.NotFound)
 }

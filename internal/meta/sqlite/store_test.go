@@ -99,6 +99,7 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	require.NoError(t, s.CreateFile(ctx, rec))
 	// Back to version 1 as it was shipped.
 	for _, q := range []string{
+		`DROP TABLE multipart_uploads`,
 		`DROP TABLE objects`,
 		`DROP TABLE buckets`,
 		`DROP TABLE access_keys`,

@@ -95,3 +95,30 @@ func BucketExists(name string) error {
 
 // Limit bounds a page size to what a store reads at once.
 func Limit(n int) int { return min(max(n, 0), 10000) }
+
+// CheckUpload validates a multipart upload before it is written, and sets
+// what the stores default.
+func CheckUpload(u *meta.Upload) error {
+	if u.ID == "" || u.SessionID == "" {
+		return errs.E(errs.Invalid, "an upload needs an id and a session")
+	}
+	if err := CheckBucketName(u.Bucket); err != nil {
+		return err
+	}
+	if err := CheckKey(u.Key); err != nil {
+		return err
+	}
+	if u.Headers == nil {
+		u.Headers = map[string]string{}
+	}
+	if u.CreatedAt.IsZero() {
+		u.CreatedAt = Now()
+	}
+	u.CreatedAt = Time(u.CreatedAt)
+	return nil
+}
+
+// UploadNotFound is the error for an unknown multipart upload.
+func UploadNotFound(id string) error {
+	return errs.WithCode(errs.NotFound, errs.CodeUploadNotFound, nil, "upload %s not found", id)
+}
