@@ -56,13 +56,17 @@ const (
 	CodeMetadataUnavailable = "METADATA_UNAVAILABLE" // Unavailable: the metadata database
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // the router's 405; no kind has it
 	CodeUnsafeDrain         = "UNSAFE_DRAIN"         // Conflict: a drain would lose data or redundancy
-	CodeForbidden           = "FORBIDDEN"            // Forbidden: the key may not do this (an admin path)
-	CodeBucketNotFound      = "BUCKET_NOT_FOUND"     // NotFound: no such S3 bucket
-	CodeObjectNotFound      = "OBJECT_NOT_FOUND"     // NotFound: no such key in the bucket
-	CodeAccessKeyNotFound   = "ACCESS_KEY_NOT_FOUND" // NotFound: no such access key
-	CodeBucketNotEmpty      = "BUCKET_NOT_EMPTY"     // Conflict: the bucket still holds objects
-	CodeBucketExists        = "BUCKET_EXISTS"        // Conflict: the bucket name is taken
-	CodeUploadNotFound      = "UPLOAD_NOT_FOUND"     // NotFound: no such multipart upload
+)
+
+// Codes of access keys and the S3 namespace.
+const (
+	CodeForbidden         = "FORBIDDEN"                  // Forbidden: the key may not do this (an admin path, another key's bucket)
+	CodeBucketNotFound    = "BUCKET_NOT_FOUND"           // NotFound: no such S3 bucket
+	CodeObjectNotFound    = "OBJECT_NOT_FOUND"           // NotFound: no such key in the bucket
+	CodeAccessKeyNotFound = "ACCESS_KEY_NOT_FOUND"       // NotFound: no such access key
+	CodeBucketNotEmpty    = "BUCKET_NOT_EMPTY"           // Conflict: the bucket still holds objects
+	CodeBucketExists      = "BUCKET_EXISTS"              // Conflict: the bucket name is taken
+	CodeMultipartNotFound = "MULTIPART_UPLOAD_NOT_FOUND" // NotFound: no such S3 multipart upload
 )
 
 type kindRow struct {

@@ -337,7 +337,7 @@ func testAccessKeys(t *testing.T, s NamespaceStore) {
 func testUploads(t *testing.T, s NamespaceStore) {
 	ctx := ctxT(t)
 	_, err := s.GetUpload(ctx, "none")
-	require.Equal(t, errs.CodeUploadNotFound, errs.CodeOf(err))
+	require.Equal(t, errs.CodeMultipartNotFound, errs.CodeOf(err))
 	requireKind(t, s.CreateUpload(ctx, &meta.Upload{ID: "u0", SessionID: "s0", Bucket: "nobucket", Key: "k"}), errs.NotFound)
 	newBucket(t, s, "b")
 	newBucket(t, s, "c")
@@ -375,7 +375,7 @@ func testUploads(t *testing.T, s NamespaceStore) {
 	require.Equal(t, []string{"u1"}, ids(page))
 
 	require.NoError(t, s.DeleteUpload(ctx, "u1"))
-	require.Equal(t, errs.CodeUploadNotFound, errs.CodeOf(s.DeleteUpload(ctx, "u1")))
+	require.Equal(t, errs.CodeMultipartNotFound, errs.CodeOf(s.DeleteUpload(ctx, "u1")))
 	_, err = s.GetUpload(ctx, "u1")
 	requireKind(t, err, errs.NotFound)
 }

@@ -120,5 +120,5 @@ func CheckUpload(u *meta.Upload) error {
 
 // UploadNotFound is the error for an unknown multipart upload.
 func UploadNotFound(id string) error {
-	return errs.WithCode(errs.NotFound, errs.CodeUploadNotFound, nil, "upload %s not found", id)
+	return errs.WithCode(errs.NotFound, errs.CodeMultipartNotFound, nil, "upload %s not found", id)
 }
