@@ -75,16 +75,31 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 	}
 	o := meta.Object{Bucket: req.Bucket, Key: req.Key, FileID: res.FileID, SizeBytes: res.SizeBytes, ETag: sum.etag(),
 		ContentType: req.ContentType, Headers: req.Headers}
-	replaced, err := s.Namespace.PutObject(ctx, &o)
-	if err != nil {
-		// The bucket went away while the bytes were uploading.
-		s.deleteFile(ctx, res.FileID, "an object that could not be recorded")
+	if err := s.Bind(ctx, &o); err != nil {
 		return meta.Object{}, files.UploadResult{}, err
+	}
+	return o, res, nil
+}
+
+// Bind points o.Key at o.FileID, a complete file, and deletes the file the
+// key held before. When the key cannot be recorded (the bucket went away
+// while the bytes were uploading) the new file is deleted instead.
+func (s *Service) Bind(ctx context.Context, o *meta.Object) error {
+	replaced, err := s.Namespace.PutObject(ctx, o)
+	if err != nil {
+		s.deleteFile(ctx, o.FileID, "an object that could not be recorded")
+		return err
 	}
 	if replaced != "" {
 		s.deleteFile(ctx, replaced, "the object's previous version")
 	}
-	return o, res, nil
+	return nil
+}
+
+// DigestReader passes body on and fails at its end, instead of io.EOF,
+// when its MD5 is not contentMD5 (base64; empty: no check).
+func DigestReader(body io.Reader, contentMD5 string) (io.Reader, error) {
+	return newMD5Reader(body, contentMD5)
 }
 
 // Delete removes a key and its file; a key that does not exist is already

@@ -53,12 +53,17 @@ func (m *memFiles) Upload(ctx context.Context, req files.UploadRequest) (files.U
 	return files.UploadResult{FileID: id, SizeBytes: int64(len(b))}, nil
 }
 
-func (m *memFiles) Open(_ context.Context, id string, _ byterange.Request) (*files.Download, error) {
+func (m *memFiles) Open(_ context.Context, id string, q byterange.Request) (*files.Download, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.data[id]
 	if !ok {
 		return nil, errs.E(errs.NotFound, "no file %s", id)
+	}
+	if r, ok, err := byterange.Parse(q.Range, int64(len(b))); err != nil {
+		return nil, err
+	} else if ok {
+		b = b[r.Start : r.Start+r.Length]
 	}
 	return &files.Download{Body: io.NopCloser(bytes.NewReader(b))}, nil
 }

@@ -34,6 +34,9 @@ type Options struct {
 	// BUCKET.Domain names BUCKET.
 	Domain string
 	Logger *slog.Logger
+	// Sessions, when set, serves multipart uploads; without it they are
+	// answered 501 NotImplemented.
+	Sessions Sessions
 	// Observe wraps every request, for metrics; nil means none.
 	Observe func(route, method string, status int, seconds float64)
 }
@@ -163,7 +166,7 @@ func (s *Server) bucketOp(w http.ResponseWriter, r *request, q map[string][]stri
 		case has("versioning"):
 			return s.bucketVersioning(w, r)
 		case has("uploads"):
-			return s.multipart(r, "ListMultipartUploads")
+			return s.multipartOp(w, r, "ListMultipartUploads")
 		case q["list-type"] != nil && q["list-type"][0] == "2":
 			return s.listObjects(w, r, true)
 		default:
@@ -183,43 +186,32 @@ func (s *Server) objectOp(w http.ResponseWriter, r *request, q map[string][]stri
 	case http.MethodPut:
 		switch {
 		case has("uploadId") && r.Header.Get("X-Amz-Copy-Source") != "":
-			return s.multipart(r, "UploadPartCopy")
+			return s.multipartOp(w, r, "UploadPartCopy")
 		case has("uploadId"):
-			return s.multipart(r, "UploadPart")
+			return s.multipartOp(w, r, "UploadPart")
 		case r.Header.Get("X-Amz-Copy-Source") != "":
 			return s.copyObject(w, r)
 		}
 		return s.putObject(w, r)
 	case http.MethodGet, http.MethodHead:
 		if has("uploadId") {
-			return s.multipart(r, "ListParts")
+			return s.multipartOp(w, r, "ListParts")
 		}
 		return s.getObject(w, r)
 	case http.MethodDelete:
 		if has("uploadId") {
-			return s.multipart(r, "AbortMultipartUpload")
+			return s.multipartOp(w, r, "AbortMultipartUpload")
 		}
 		return s.deleteObject(w, r)
 	case http.MethodPost:
 		switch {
 		case has("uploads"):
-			return s.multipart(r, "CreateMultipartUpload")
+			return s.multipartOp(w, r, "CreateMultipartUpload")
 		case has("uploadId"):
-			return s.multipart(r, "CompleteMultipartUpload")
+			return s.multipartOp(w, r, "CompleteMultipartUpload")
 		}
 	}
 	return notImplemented(r.Method + " on an object")
-}
-
-// multipart answers the multipart operations, which wait for the upload
-// sessions of chunked files: a clear 501, never a wrong success. The
-// bucket is checked first, so a client learns of a missing bucket or a
-// refused key as it would from S3.
-func (s *Server) multipart(r *request, op string) error {
-	if _, err := s.ownedBucket(r); err != nil {
-		return err
-	}
-	return notImplemented(op + " (multipart upload)")
 }
 
 // ownedBucket reads the request's bucket and checks that its key may use
