@@ -139,7 +139,8 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *request, copying bool) err
 	if err != nil {
 		return err
 	}
-	body, size := io.Reader(r.Body), r.ContentLength
+	var body io.Reader
+	size := r.ContentLength
 	if copying {
 		rc, length, err := s.copyRange(r)
 		if err != nil {
