@@ -59,7 +59,13 @@ func New(o Options) http.Handler {
 		objects: &objects.Service{Files: o.Files, Namespace: o.Namespace, Log: o.Logger}}
 	var h http.Handler = http.HandlerFunc(s.serve)
 	h = httpx.Recover(o.Logger)(h)
-	h = httpx.AccessLog(o.Logger, o.Observe)(h)
+	observe := o.Observe
+	if observe != nil {
+		// One bounded label for the S3 listener, whose paths are bucket and
+		// key names rather than routes.
+		observe = func(_, method string, status int, seconds float64) { o.Observe("s3", method, status, seconds) }
+	}
+	h = httpx.AccessLog(o.Logger, observe)(h)
 	return amzRequestID(h)
 }
 
