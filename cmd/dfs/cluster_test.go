@@ -128,11 +128,11 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 
 	// A second cluster on the same data directory stops before starting
 	// anything; one on the same ports names the flag that moves it.
-	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", data, "-port", "0", "-node-port", "0")
+	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", data, "-port", "0", "-node-port", "0", "-s3-port", "0")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderrText, "a local cluster already runs on "+data)
 	port := strings.TrimPrefix(coord[1], "http://127.0.0.1:")
-	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", t.TempDir(), "-port", port, "-node-port", "0")
+	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", t.TempDir(), "-port", port, "-node-port", "0", "-s3-port", "0")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderrText, "port "+port+" on 127.0.0.1 for coordinator is in use")
 	require.Contains(t, stderrText, "choose another coordinator port with -port")
