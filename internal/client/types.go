@@ -75,6 +75,9 @@ type File struct {
 	CreatedAt         time.Time  `json:"createdAt"`
 	UpdatedAt         time.Time  `json:"updatedAt"`
 	Replicas          []Replica  `json:"replicas,omitempty"`
+	// Bucket and Key name the S3 object the file holds, if any.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
 }
 
 // Replica is one copy of a file, the primary's included.
