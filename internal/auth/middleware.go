@@ -75,5 +75,5 @@ func (k *Keys) identify(r *http.Request, v *sigv4.Verifier) (Identity, error) {
 		}
 		return Identity{AccessKey: ak, Admin: k.IsAdmin(r.Context(), ak)}, nil
 	}
-	return Identity{}, errs.E(errs.Unauthorized, "this API needs an access key: HTTP Basic (curl -u KEY:SECRET) or Signature V4")
+	return Identity{}, errs.E(errs.Unauthorized, "this API needs an access key: HTTP Basic (curl -u KEY:SECRET; for dfs, DFS_ACCESS_KEY and DFS_SECRET_KEY) or Signature V4")
 }
