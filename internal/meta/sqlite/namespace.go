@@ -90,19 +90,24 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM buckets WHERE name = ?`, name)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return rules.BucketNotFound(name)
-		}
-		return nil
+		return deleteOne(ctx, tx, `DELETE FROM buckets WHERE name = ?`, name, rules.BucketNotFound(name))
 	})
+}
+
+// deleteOne runs a DELETE of one row by its key; no row is missing.
+func deleteOne(ctx context.Context, tx *sql.Tx, query, key string, missing error) error {
+	res, err := tx.ExecContext(ctx, query, key)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return missing
+	}
+	return nil
 }
 
 const objectColumns = `bucket, object_key, file_id, size_bytes, etag, content_type, headers, modified_at`
@@ -265,17 +270,6 @@ func (s *Store) ListAccessKeys(ctx context.Context) ([]meta.AccessKey, error) {
 // DeleteAccessKey removes one key.
 func (s *Store) DeleteAccessKey(ctx context.Context, id string) error {
 	return s.writeTx(ctx, "delete access key "+id, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM access_keys WHERE access_key = ?`, id)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return rules.AccessKeyNotFound(id)
-		}
-		return nil
+		return deleteOne(ctx, tx, `DELETE FROM access_keys WHERE access_key = ?`, id, rules.AccessKeyNotFound(id))
 	})
 }

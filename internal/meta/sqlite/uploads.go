@@ -63,18 +63,7 @@ func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
 // DeleteUpload forgets an upload.
 func (s *Store) DeleteUpload(ctx context.Context, id string) error {
 	return s.writeTx(ctx, "delete upload "+id, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM multipart_uploads WHERE upload_id = ?`, id)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return rules.UploadNotFound(id)
-		}
-		return nil
+		return deleteOne(ctx, tx, `DELETE FROM multipart_uploads WHERE upload_id = ?`, id, rules.UploadNotFound(id))
 	})
 }
 
