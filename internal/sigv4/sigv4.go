@@ -247,11 +247,16 @@ func (a *auth) setTime(s string) error {
 	return nil
 }
 
-// checkSignedHeaders requires host among the signed headers, and every
-// x-amz-* header the request carries that changes its meaning.
+// checkSignedHeaders requires host among the signed headers, which keeps a
+// signature from being replayed against another endpoint, and, with a
+// signed payload, x-amz-content-sha256 too, so that the hash the body is
+// checked against is the one signed.
 func (a auth) checkSignedHeaders(r *http.Request) error {
 	if !slices.Contains(a.signedHeaders, "host") {
 		return fail(http.StatusForbidden, "AccessDenied", "the host header must be signed")
+	}
+	if !a.presigned && !slices.Contains(a.signedHeaders, "x-amz-content-sha256") {
+		return fail(http.StatusForbidden, "AccessDenied", "x-amz-content-sha256 must be signed")
 	}
 	if !slices.IsSorted(a.signedHeaders) {
 		return malformed("SignedHeaders must be sorted")

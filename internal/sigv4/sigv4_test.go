@@ -291,3 +291,20 @@ func TestStreamingUnsignedTrailer(t *testing.T) {
 		})
 	}
 }
+
+// TestPayloadHashMustBeSigned refuses a header signature that leaves
+// x-amz-content-sha256 out: the body would then be checked against a hash
+// anyone could change.
+func TestPayloadHashMustBeSigned(t *testing.T) {
+	now := time.Now()
+	srv := server(t, func() time.Time { return now })
+	body := []byte("payload")
+	r, err := http.NewRequest(http.MethodPut, srv.URL+"/bucket/key", bytes.NewReader(body))
+	require.NoError(t, err)
+	require.NoError(t, s3Signer().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secret},
+		r, hexSHA256(body), "s3", region, now))
+	r.Header.Set("X-Amz-Content-Sha256", hexSHA256(body)) // sent, but not signed
+	status, got := do(t, r)
+	require.Equal(t, http.StatusForbidden, status)
+	require.Equal(t, "AccessDenied", got)
+}
