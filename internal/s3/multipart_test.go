@@ -143,7 +143,9 @@ func TestMultipartAgainstSessions(t *testing.T) {
 			UploadId: id, MultipartUpload: &types.CompletedMultipartUpload{Parts: ps}})
 		return err
 	}
-	cp := func(n int32, etag string) types.CompletedPart { return types.CompletedPart{PartNumber: aws.Int32(n), ETag: aws.String(etag)} }
+	cp := func(n int32, etag string) types.CompletedPart {
+		return types.CompletedPart{PartNumber: aws.Int32(n), ETag: aws.String(etag)}
+	}
 	require.Equal(t, "InvalidPart", s3Code(t, complete(cp(1, e1), cp(2, `"00000000000000000000000000000000"`))))
 	require.Equal(t, "InvalidPart", s3Code(t, complete(cp(1, e1), cp(7, e2))))
 	require.Equal(t, "InvalidPartOrder", s3Code(t, complete(cp(2, e2), cp(1, e1))))
