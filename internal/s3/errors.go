@@ -69,6 +69,8 @@ func toS3(err error) *Error {
 		return errNoSuchKey
 	case errs.CodeBucketNotEmpty:
 		return errBucketNotEmpt
+	case errs.CodeMultipartNotFound:
+		return errNoSuchUpload
 	}
 	switch errs.KindOf(err) {
 	case errs.Invalid:
