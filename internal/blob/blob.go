@@ -20,6 +20,7 @@ package blob
 import (
 	"context"
 	"io"
+	"log/slog"
 
 	"github.com/dfs-project/dfs/internal/errs"
 )
@@ -104,14 +105,35 @@ type Options struct {
 	// mode's own fsyncs, so that it neither waits for everyone else's dirty
 	// data nor makes them wait for its own. <= 0 means DefaultBatchSyncMax.
 	BatchSyncMax int64
+	// VolumeSize is, in the volumes layout, the length at which a volume
+	// file is sealed and a new one started (<= 0 means DefaultVolumeSize).
+	VolumeSize int64
+	// InlineMax is, in the volumes layout, the largest blob appended to a
+	// volume; larger ones are kept as in the files layout (<= 0 means
+	// DefaultInlineMax).
+	InlineMax int64
+	// CompactThreshold is, in the volumes layout, the share of a sealed
+	// volume that garbage must pass for it to be compacted, between 0 and 1
+	// (<= 0 means DefaultCompactThreshold).
+	CompactThreshold float64
+	// Logger receives what a Volumes store does in the background
+	// (checkpoints, records set aside at recovery); nil discards it.
+	Logger *slog.Logger
 	// Owner names the kind of process opening a Disk ("storage node"), for
 	// the message a second process opening the same directory gets while
 	// this one holds it. "" means "process". Memory ignores it.
 	Owner string
 }
 
-// DefaultBatchSyncMax is Options.BatchSyncMax when none is given.
-const DefaultBatchSyncMax = 1 << 20
+// Defaults of Options.
+const (
+	// DefaultBatchSyncMax is Options.BatchSyncMax when none is given.
+	DefaultBatchSyncMax = 1 << 20
+	// DefaultVolumeSize is Options.VolumeSize when none is given.
+	DefaultVolumeSize = 1 << 30
+	// DefaultInlineMax is Options.InlineMax when none is given.
+	DefaultInlineMax = 1 << 20
+)
 
 // Receiver writes blobs.
 type Receiver interface {

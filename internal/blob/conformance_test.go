@@ -1,6 +1,7 @@
 package blob_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -60,4 +61,30 @@ func TestMemoryConformance(t *testing.T) {
 func corruptFile(t *testing.T, dir, id string) {
 	t.Helper()
 	blobtest.CorruptFile(t, filepath.Join(dir, id[0:2], id[2:4], id))
+}
+
+// TestVolumesConformance runs the suite over the volumes layout in each sync
+// mode (which governs its large blobs), once with the default inline limit
+// and once with one small enough that the suite's larger blobs are kept as
+// files, so both halves of the store and the moves between them are
+// covered.
+func TestVolumesConformance(t *testing.T) {
+	for _, mode := range []blob.SyncMode{blob.SyncFile, blob.SyncBatch} {
+		for _, inline := range []int64{0, 512} {
+			t.Run(fmt.Sprintf("%s/inline=%d", mode, inline), func(t *testing.T) {
+				if mode == blob.SyncBatch && blob.BatchSyncSupported() != nil {
+					t.Skipf("batch sync mode: %v", blob.BatchSyncSupported())
+				}
+				blobtest.Run(t, func(t *testing.T, opts blob.Options) blobtest.Subject {
+					opts.SyncMode, opts.InlineMax, opts.VolumeSize = mode, inline, 64<<10
+					if inline == 0 {
+						opts.VolumeSize = 4 << 20
+					}
+					v, err := blob.OpenVolumes(t.TempDir(), opts)
+					require.NoError(t, err)
+					return blobtest.Subject{Store: v, Corrupt: func(t *testing.T, id string) { blob.CorruptVolumesBlob(t, v, id) }}
+				})
+			})
+		}
+	}
 }

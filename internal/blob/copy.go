@@ -141,6 +141,14 @@ func (a *accounting) drop(n int64) {
 	a.mu.Unlock()
 }
 
+// add counts blobs already stored, found when a store is opened.
+func (a *accounting) add(blobs, used int64) {
+	a.mu.Lock()
+	a.blobs += blobs
+	a.used += used
+	a.mu.Unlock()
+}
+
 func (a *accounting) snapshot() (blobs, used int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

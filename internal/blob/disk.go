@@ -103,7 +103,7 @@ type Disk struct {
 	// lock keeps a second process off the directory while this one runs.
 	lock     *dirlock.Lock
 	rootInfo fs.FileInfo
-	acct     accounting
+	acct     *accounting
 	locks    idLocks
 	closed   atomic.Bool
 	recovery Recovery
@@ -126,6 +126,13 @@ var _ Store = (*Disk)(nil)
 // errs.Invalid), and walks the tree once to count the blobs and to delete
 // what interrupted writes and removals left behind.
 func OpenDisk(dir string, opts Options) (*Disk, error) {
+	return openDiskLayout(dir, opts, LayoutFiles, &accounting{capacity: opts.CapacityBytes})
+}
+
+// openDiskLayout opens the tree of a data directory whose recorded layout must be
+// layout (layoutmark.go), counting its blobs into acct, which a Volumes store
+// shares with the Disk that keeps its large blobs.
+func openDiskLayout(dir string, opts Options, layout Layout, acct *accounting) (*Disk, error) {
 	if dir == "" {
 		return nil, errs.E(errs.Invalid, "blob store: no data directory given")
 	}
@@ -174,7 +181,12 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 	if batchMax <= 0 {
 		batchMax = DefaultBatchSyncMax
 	}
-	d := &Disk{root: root, rootDir: rootDir, lock: lock, rootInfo: fi, acct: accounting{capacity: opts.CapacityBytes}, mode: mode, batchMax: batchMax}
+	if err := checkLayout(root, layout); err != nil {
+		rootDir.Close()
+		lock.Close()
+		return nil, err
+	}
+	d := &Disk{root: root, rootDir: rootDir, lock: lock, rootInfo: fi, acct: acct, mode: mode, batchMax: batchMax}
 	if mode == SyncBatch {
 		d.syncer = newSyncGroup(func() error { return syncFS(rootDir) })
 	}
@@ -186,7 +198,7 @@ func OpenDisk(dir string, opts Options) (*Disk, error) {
 		d.Close()
 		return nil, err
 	}
-	d.acct.blobs, d.acct.used = d.recovery.Blobs, d.recovery.Bytes
+	d.acct.add(d.recovery.Blobs, d.recovery.Bytes)
 	return d, nil
 }
 

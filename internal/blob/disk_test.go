@@ -86,7 +86,7 @@ func tree(t *testing.T, dir string) []string {
 		if err != nil {
 			return err
 		}
-		if rel, _ := filepath.Rel(dir, p); !e.IsDir() && rel != identityName && rel != dirlock.Name {
+		if rel, _ := filepath.Rel(dir, p); !e.IsDir() && rel != identityName && rel != layoutName && rel != dirlock.Name {
 			files = append(files, filepath.ToSlash(rel))
 		}
 		return nil
@@ -102,6 +102,9 @@ func TestLayout(t *testing.T) {
 	receive(t, d, testID, data)
 	require.Equal(t, []string{"01/23/" + testID, "01/23/" + testID + ".sha256"}, tree(t, dir))
 	require.FileExists(t, filepath.Join(dir, "disk-id"))
+	layout, err := os.ReadFile(filepath.Join(dir, layoutName))
+	require.NoError(t, err)
+	require.Equal(t, "files\n", string(layout), "the layout is recorded at the first open")
 	require.FileExists(t, filepath.Join(dir, dirlock.Name))
 	side, err := os.ReadFile(filepath.Join(dir, "01", "23", testID+".sha256"))
 	require.NoError(t, err)

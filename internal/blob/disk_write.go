@@ -118,7 +118,7 @@ func (d *Disk) receiveTemp(ctx context.Context, dir, id, sum string, size int64,
 	if err != nil {
 		return tempBlob{}, fsError(err, "blob %s: create temp file", id)
 	}
-	w := &reservingWriter{w: f, acct: &d.acct}
+	w := &reservingWriter{w: f, acct: d.acct}
 	ok := false
 	defer func() {
 		if !ok {

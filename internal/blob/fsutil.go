@@ -6,6 +6,7 @@ package blob
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/dfs-project/dfs/internal/errs"
@@ -35,4 +36,35 @@ var syncDir = func(dir string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// writeFileDurably publishes data as dir/name so that a crash leaves either
+// the old file (or none) or the whole new one: a temp file named after
+// pattern, synced, renamed into place, and dir synced.
+func writeFileDurably(dir, name, pattern string, data []byte) error {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return fsError(err, "create a temp file for %s in %s", name, dir)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fsError(err, "write %s", name)
+	}
+	if err := f.Sync(); err != nil {
+		return fsError(err, "sync %s", name)
+	}
+	if err := f.Close(); err != nil {
+		return fsError(err, "close %s", name)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return fsError(err, "publish %s", name)
+	}
+	done = true
+	return fsError(syncDir(dir), "sync %s", dir)
 }

@@ -76,46 +76,11 @@ func parseIdentity(path string, b []byte) (string, error) {
 // that an identity vouches for) or a whole one.
 func createIdentity(root string) (string, error) {
 	id := uuid.NewString()
-	f, err := os.CreateTemp(root, identityTempPattern)
-	if err != nil {
-		return "", fsError(err, "blob store: create identity file in %s", root)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.WriteString(id + "\n"); err != nil {
-		return "", fsError(err, "blob store: write identity file")
-	}
-	if err := f.Sync(); err != nil {
-		return "", fsError(err, "blob store: sync identity file")
-	}
-	if err := f.Close(); err != nil {
-		return "", fsError(err, "blob store: close identity file")
-	}
-	if err := os.Rename(f.Name(), filepath.Join(root, identityName)); err != nil {
-		return "", fsError(err, "blob store: publish identity file")
-	}
-	done = true
-	if err := syncDir(root); err != nil {
-		return "", fsError(err, "blob store: sync %s", root)
+	if err := writeFileDurably(root, identityName, identityTempPattern, []byte(id+"\n")); err != nil {
+		return "", errs.Wrap(errs.KindOf(err), err, "blob store: record identity")
 	}
 	return id, nil
 }
 
 // removeIdentityTemps deletes what an interrupted createIdentity left.
-func removeIdentityTemps(root string) error {
-	temps, err := filepath.Glob(filepath.Join(root, identityTempPattern))
-	if err != nil {
-		return errs.Wrap(errs.Other, err, "blob store: look for identity temp files")
-	}
-	for _, p := range temps {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fsError(err, "blob store: remove leftover %s", p)
-		}
-	}
-	return nil
-}
+func removeIdentityTemps(root string) error { return removeTemps(root, identityTempPattern) }

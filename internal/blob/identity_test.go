@@ -103,5 +103,5 @@ func TestInterruptedIdentityWriteIsCleanedUp(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	require.Equal(t, []string{dirlock.Name, "disk-id"}, names)
+	require.Equal(t, []string{dirlock.Name, "disk-id", layoutName}, names)
 }

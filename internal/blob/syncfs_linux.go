@@ -16,16 +16,19 @@ import (
 // complete (syncfs(2)). From Linux 5.8 it also reports a write-back error
 // that happened since the last syncfs through the same open file, which is
 // why f must stay open from before the first write it is to cover.
-func syncFS(f *os.File) error {
+func syncFS(f *os.File) error { return onFD(f, "syncfs", unix.Syncfs) }
+
+// onFD runs the system call fn, named name, on f's descriptor.
+func onFD(f *os.File, name string, fn func(fd int) error) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.Syncfs(int(fd)) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = fn(int(fd)) }); err != nil {
 		return err
 	}
-	return os.NewSyscallError("syncfs", serr)
+	return os.NewSyscallError(name, serr)
 }
 
 // batchSupport checks the kernel once: before 5.8, syncfs flushed but did not
@@ -67,3 +70,7 @@ func kernelVersion(release string) (major, minor int, ok bool) {
 	}
 	return major, minor, true
 }
+
+// fdatasync flushes a file's data, and the metadata needed to read it back
+// (its length), to stable storage.
+func fdatasync(f *os.File) error { return onFD(f, "fdatasync", unix.Fdatasync) }

@@ -3,10 +3,13 @@ package storagenode
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/blob"
@@ -56,6 +59,24 @@ type Config struct {
 	// syncs; larger copies fsync their own files (STORAGE_SYNC_BATCH_MAX,
 	// default 1MiB).
 	SyncBatchMax int64
+	// Layout is how the data directory keeps blobs (STORAGE_LAYOUT): files,
+	// one file and a checksum sidecar per blob, or volumes, small blobs
+	// appended to volume files with group commit. Default files. A
+	// directory keeps the layout it was created with: another one over it
+	// stops the node at start.
+	Layout blob.Layout
+	// VolumeSize is, in the volumes layout, the length at which a volume is
+	// sealed and a new one started (STORAGE_VOLUME_SIZE; default 1GiB).
+	VolumeSize int64
+	// InlineMax is, in the volumes layout, the largest blob appended to a
+	// volume; larger ones are kept as in the files layout
+	// (STORAGE_INLINE_MAX; default 1MiB).
+	InlineMax int64
+	// CompactThreshold is, in the volumes layout, the share of a sealed
+	// volume that garbage (removed or superseded blobs) must pass for the
+	// volume to be compacted in the background (STORAGE_COMPACT_THRESHOLD,
+	// a percentage such as 30% or a fraction such as 0.3; default 30%).
+	CompactThreshold float64
 	// ScrubPeriod is the time within which the scrubber re-hashes every blob
 	// once, its pass spread over the period (SCRUB_PERIOD; default 168h, at
 	// least 1s).
@@ -82,6 +103,9 @@ const (
 	DefaultAdvertisedHost       = "localhost"
 	DefaultRegistrationInterval = 15 * time.Second
 	DefaultShutdownTimeout      = 10 * time.Second
+	// minVolumeFactor is how many of the largest inline blobs a volume must
+	// hold at least, so that volumes are not rolled for every few writes.
+	minVolumeFactor = 4
 )
 
 var (
@@ -105,13 +129,36 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.SyncBatchMax = l.Size("STORAGE_SYNC_BATCH_MAX", blob.DefaultBatchSyncMax)
+	c.Layout = blob.Layout(l.OneOf("STORAGE_LAYOUT", string(blob.LayoutFiles), string(blob.LayoutFiles), string(blob.LayoutVolumes)))
+	c.VolumeSize = l.Size("STORAGE_VOLUME_SIZE", blob.DefaultVolumeSize)
+	c.InlineMax = l.Size("STORAGE_INLINE_MAX", blob.DefaultInlineMax)
+	threshold, thresholdErr := parseShare(l.String("STORAGE_COMPACT_THRESHOLD", "30%"))
+	c.CompactThreshold = threshold
 	c.ScrubPeriod = l.Duration("SCRUB_PERIOD", scrub.DefaultPeriod)
 	c.ScrubBandwidth = l.Size("SCRUB_BANDWIDTH", scrub.DefaultBandwidth)
 	c.LogLevel = l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "warning", "error")
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
 	c.ShutdownTimeout = DefaultShutdownTimeout
+	if thresholdErr != nil {
+		return c, errors.Join(l.Err(), thresholdErr, c.Validate())
+	}
 	return c, errors.Join(l.Err(), c.Validate())
+}
+
+// parseShare reads a share written as a percentage ("30%") or a fraction
+// ("0.3").
+func parseShare(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct, isPct := strings.CutSuffix(t, "%")
+	f, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, fmt.Errorf("STORAGE_COMPACT_THRESHOLD=%q: not a percentage such as 30%% or a fraction such as 0.3", s)
+	}
+	if isPct {
+		f /= 100
+	}
+	return f, nil
 }
 
 // Validate checks the values LoadConfig cannot check alone, naming the
@@ -165,6 +212,20 @@ func (c Config) Validate() error {
 	}
 	if c.SyncBatchMax <= 0 {
 		bad("STORAGE_SYNC_BATCH_MAX", fmt.Sprint(c.SyncBatchMax), "must be positive (STORAGE_SYNC_MODE=file fsyncs every copy alone)")
+	}
+	switch c.Layout {
+	case blob.LayoutFiles, blob.LayoutVolumes:
+	default:
+		bad("STORAGE_LAYOUT", string(c.Layout), "must be files or volumes")
+	}
+	if c.InlineMax <= 0 {
+		bad("STORAGE_INLINE_MAX", fmt.Sprint(c.InlineMax), "must be positive")
+	}
+	if c.VolumeSize < minVolumeFactor*c.InlineMax {
+		bad("STORAGE_VOLUME_SIZE", fmt.Sprint(c.VolumeSize), fmt.Sprintf("must be at least %d times STORAGE_INLINE_MAX (%d)", minVolumeFactor, c.InlineMax))
+	}
+	if !(c.CompactThreshold > 0 && c.CompactThreshold < 1) {
+		bad("STORAGE_COMPACT_THRESHOLD", fmt.Sprint(c.CompactThreshold), "must be above 0% and below 100%")
 	}
 	if c.ScrubPeriod < scrub.MinPeriod {
 		bad("SCRUB_PERIOD", c.ScrubPeriod.String(), "must be at least "+scrub.MinPeriod.String())

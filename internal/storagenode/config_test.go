@@ -29,6 +29,10 @@ func TestConfigDefaults(t *testing.T) {
 		CapacityBytes:        0,
 		SyncMode:             blob.DefaultSyncMode(),
 		SyncBatchMax:         blob.DefaultBatchSyncMax,
+		Layout:               blob.LayoutFiles,
+		VolumeSize:           blob.DefaultVolumeSize,
+		InlineMax:            blob.DefaultInlineMax,
+		CompactThreshold:     0.3,
 		ScrubPeriod:          7 * 24 * time.Hour,
 		ScrubBandwidth:       32 << 20,
 		LogLevel:             "info",
@@ -39,23 +43,27 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigFromEnvironment(t *testing.T) {
 	cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{
-		"SERVER_HOST":             "127.0.0.1",
-		"SERVER_PORT":             "9100",
-		"STORAGE_NODE_ID":         "node-7.rack_2",
-		"STORAGE_DATA_DIRECTORY":  "/var/lib/dfs",
-		"STORAGE_ADVERTISED_HOST": "storage-node-7.storage.svc.cluster.local",
-		"STORAGE_ADVERTISED_PORT": "19100",
-		"COORDINATOR_URL":         "https://coordinator:8080/",
-		"REGISTRATION_INTERVAL":   "2m",
-		"CLUSTER_TOKEN":           "s3cret",
-		"STORAGE_CAPACITY_BYTES":  "10GiB",
-		"STORAGE_SYNC_MODE":       "File",
-		"STORAGE_SYNC_BATCH_MAX":  "4MiB",
-		"SCRUB_PERIOD":            "24h",
-		"SCRUB_BANDWIDTH":         "8MiB",
-		"LOG_LEVEL":               "DEBUG",
-		"LOG_FORMAT":              "json",
-		"PPROF_ADDR":              "127.0.0.1:6061",
+		"SERVER_HOST":               "127.0.0.1",
+		"SERVER_PORT":               "9100",
+		"STORAGE_NODE_ID":           "node-7.rack_2",
+		"STORAGE_DATA_DIRECTORY":    "/var/lib/dfs",
+		"STORAGE_ADVERTISED_HOST":   "storage-node-7.storage.svc.cluster.local",
+		"STORAGE_ADVERTISED_PORT":   "19100",
+		"COORDINATOR_URL":           "https://coordinator:8080/",
+		"REGISTRATION_INTERVAL":     "2m",
+		"CLUSTER_TOKEN":             "s3cret",
+		"STORAGE_CAPACITY_BYTES":    "10GiB",
+		"STORAGE_SYNC_MODE":         "File",
+		"STORAGE_SYNC_BATCH_MAX":    "4MiB",
+		"STORAGE_LAYOUT":            "Volumes",
+		"STORAGE_VOLUME_SIZE":       "64MiB",
+		"STORAGE_INLINE_MAX":        "64KiB",
+		"STORAGE_COMPACT_THRESHOLD": "0.5",
+		"SCRUB_PERIOD":              "24h",
+		"SCRUB_BANDWIDTH":           "8MiB",
+		"LOG_LEVEL":                 "DEBUG",
+		"LOG_FORMAT":                "json",
+		"PPROF_ADDR":                "127.0.0.1:6061",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, storagenode.Config{
@@ -71,6 +79,10 @@ func TestConfigFromEnvironment(t *testing.T) {
 		CapacityBytes:        10 << 30,
 		SyncMode:             blob.SyncFile,
 		SyncBatchMax:         4 << 20,
+		Layout:               blob.LayoutVolumes,
+		VolumeSize:           64 << 20,
+		InlineMax:            64 << 10,
+		CompactThreshold:     0.5,
 		ScrubPeriod:          24 * time.Hour,
 		ScrubBandwidth:       8 << 20,
 		LogLevel:             "debug",
@@ -114,6 +126,16 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"STORAGE_SYNC_MODE", "fsync"},
 		{"STORAGE_SYNC_BATCH_MAX", "0"},
 		{"STORAGE_SYNC_BATCH_MAX", "big"},
+		{"STORAGE_LAYOUT", "heap"},
+		{"STORAGE_INLINE_MAX", "0"},
+		{"STORAGE_INLINE_MAX", "-1KiB"},
+		{"STORAGE_VOLUME_SIZE", "1MiB"},
+		{"STORAGE_VOLUME_SIZE", "huge"},
+		{"STORAGE_COMPACT_THRESHOLD", "0"},
+		{"STORAGE_COMPACT_THRESHOLD", "100%"},
+		{"STORAGE_COMPACT_THRESHOLD", "-5%"},
+		{"STORAGE_COMPACT_THRESHOLD", "lots"},
+		{"STORAGE_COMPACT_THRESHOLD", "NaN"},
 		{"LOG_LEVEL", "verbose"},
 		{"LOG_FORMAT", "xml"},
 		{"PPROF_ADDR", "6061"},
@@ -139,6 +161,14 @@ func TestConfigReportsEveryProblem(t *testing.T) {
 	require.Error(t, err)
 	for _, name := range []string{"SERVER_PORT", "STORAGE_NODE_ID", "COORDINATOR_URL"} {
 		require.Contains(t, err.Error(), name)
+	}
+}
+
+func TestConfigCompactThresholdForms(t *testing.T) {
+	for in, want := range map[string]float64{"30%": 0.3, "0.3": 0.3, " 45 % ": 0.45, "99.5%": 0.995, "0.01": 0.01} {
+		cfg, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"STORAGE_COMPACT_THRESHOLD": in}))
+		require.NoError(t, err, in)
+		require.InDelta(t, want, cfg.CompactThreshold, 1e-9, in)
 	}
 }
 

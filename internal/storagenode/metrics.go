@@ -49,6 +49,18 @@ type syncReporter interface {
 	SyncStats() blob.SyncStats
 }
 
+// groupCommitReporter is a store that appends records in groups, one sync
+// per group (blob.Volumes).
+type groupCommitReporter interface {
+	GroupCommits() blob.SyncStats
+}
+
+// compactReporter is a store that compacts its volumes (blob.Volumes).
+type compactReporter interface {
+	CompactStats() blob.CompactStats
+	GarbageBytes() int64
+}
+
 func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReporter) (*metrics, error) {
 	m := &metrics{
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -93,7 +105,45 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 	if sr, ok := store.(syncReporter); ok {
 		syncMode, syncStats = string(sr.SyncMode()), sr.SyncStats
 	}
+	groups := func() blob.SyncStats { return blob.SyncStats{} }
+	if gr, ok := store.(groupCommitReporter); ok {
+		groups = gr.GroupCommits
+	}
+	compacts, garbage := func() blob.CompactStats { return blob.CompactStats{} }, func() int64 { return 0 }
+	if cr, ok := store.(compactReporter); ok {
+		compacts, garbage = cr.CompactStats, cr.GarbageBytes
+	}
 	collectors := []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_compactions_total", Help: "Volumes compacted (rewritten with their live records only).",
+		}, func() float64 { return float64(compacts().Volumes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_compaction_failures_total", Help: "Compactions that failed; the old volume stayed.",
+		}, func() float64 { return float64(compacts().Failed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_compaction_read_bytes_total", Help: "Bytes of volumes walked by compactions.",
+		}, func() float64 { return float64(compacts().Read) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_compaction_reclaimed_bytes_total", Help: "Bytes of disk compactions gave back.",
+		}, func() float64 { return float64(compacts().Reclaimed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_compaction_seconds_total", Help: "Time spent compacting volumes.",
+		}, func() float64 { return compacts().Time.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "dfs_node_volume_garbage_bytes", Help: "Bytes of volumes held by removed or superseded blobs: what compaction could reclaim.",
+		}, func() float64 { return float64(garbage()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_group_commits_total",
+			Help: "Group commits of the volumes layout: one write and one fdatasync each, shared by every record waiting for the appender.",
+		}, func() float64 { return float64(groups().Syncs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_group_records_total",
+			Help: "Records (blob writes and tombstones) committed by group commits; divided by dfs_node_volume_group_commits_total, the mean group size.",
+		}, func() float64 { return float64(groups().Waits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dfs_node_volume_group_commit_seconds_total",
+			Help: "Time spent writing and syncing group commits.",
+		}, func() float64 { return groups().Time.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "dfs_node_sync_batches_total",
 			Help: "Whole-file-system syncs run in batch sync mode, each shared by every write or delete waiting for one when it started.",

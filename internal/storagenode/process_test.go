@@ -85,6 +85,20 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// waitReady waits until the node at base answers ready, showing its log if
+// it never does.
+func waitReady(t *testing.T, base string, log *syncBuffer) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/health/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 20*time.Millisecond, "the node becomes ready; log:\n%s", log)
+}
+
 func TestBinaryRejectsBadConfiguration(t *testing.T) {
 	cmd := exec.Command(binary(t))
 	cmd.Env = []string{"STORAGE_NODE_ID=bad id", "SERVER_PORT=http", "STORAGE_CAPACITY_BYTES=lots", "STORAGE_DATA_DIRECTORY=" + t.TempDir()}
@@ -146,14 +160,7 @@ func TestBinaryServesAndStops(t *testing.T) {
 			})
 
 			base := "http://127.0.0.1:" + strconv.Itoa(port)
-			require.Eventually(t, func() bool {
-				resp, err := http.Get(base + "/health/ready")
-				if err != nil {
-					return false
-				}
-				resp.Body.Close()
-				return resp.StatusCode == http.StatusOK
-			}, 20*time.Second, 20*time.Millisecond, "the node becomes ready; log:\n%s", &stderr)
+			waitReady(t, base, &stderr)
 
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 			select {

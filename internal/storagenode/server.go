@@ -48,22 +48,57 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 	if err := cfg.Validate(); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "storage node config")
 	}
-	d, err := blob.OpenDisk(cfg.DataDir, blob.Options{
-		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
-	})
+	store, err := openStore(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	rec := d.Recovery()
-	logger.Info("data directory opened", "dir", d.Dir(), "disk_id", d.Identity(), "blobs", rec.Blobs, "bytes", rec.Bytes,
-		"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", d.SyncMode(),
-		"sync_batch_max", cfg.SyncBatchMax)
-	s, err := NewWithStore(cfg, d, logger, registry)
+	s, err := NewWithStore(cfg, store, logger, registry)
 	if err != nil {
-		d.Close()
+		store.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openStore opens the data directory in the configured layout and logs what
+// it found. A directory holding another layout is an error naming
+// STORAGE_LAYOUT.
+func openStore(cfg Config, logger *slog.Logger) (blob.Store, error) {
+	opts := blob.Options{
+		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
+		VolumeSize: cfg.VolumeSize, InlineMax: cfg.InlineMax, CompactThreshold: cfg.CompactThreshold, Logger: logger.With("node_id", cfg.NodeID),
+	}
+	logRecovery := func(dir, id string, rec blob.Recovery, attrs ...any) {
+		logger.Info("data directory opened", append([]any{"dir", dir, "disk_id", id, "layout", cfg.Layout, "blobs", rec.Blobs, "bytes", rec.Bytes,
+			"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", cfg.SyncMode,
+			"sync_batch_max", cfg.SyncBatchMax}, attrs...)...)
+	}
+	if cfg.Layout == blob.LayoutVolumes {
+		v, err := blob.OpenVolumes(cfg.DataDir, opts)
+		if err != nil {
+			return nil, layoutError(err)
+		}
+		rec := v.Recovery()
+		logRecovery(v.Dir(), v.Identity(), rec.Files, "volumes", rec.Volumes, "volume_blobs", rec.Blobs, "volume_bytes", rec.Bytes,
+			"records_scanned", rec.Records, "from_checkpoint", rec.Checkpoint, "torn_bytes_cut", rec.TornBytes,
+			"quarantined", rec.Quarantined, "quarantined_bytes", rec.QuarantinedBytes, "volume_size", cfg.VolumeSize, "inline_max", cfg.InlineMax)
+		return v, nil
+	}
+	d, err := blob.OpenDisk(cfg.DataDir, opts)
+	if err != nil {
+		return nil, layoutError(err)
+	}
+	logRecovery(d.Dir(), d.Identity(), d.Recovery())
+	return d, nil
+}
+
+// layoutError names the variable behind a layout mismatch.
+func layoutError(err error) error {
+	var le *blob.LayoutError
+	if errors.As(err, &le) {
+		return errs.Wrap(errs.Invalid, err, "STORAGE_LAYOUT=%s", le.Wanted)
+	}
+	return err
 }
 
 // NewWithStore builds a node over an already open store, which the node

@@ -1,6 +1,7 @@
 package storagenode_test
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -502,4 +503,67 @@ func TestPprofAddrServesProfilesOnItsOwnListener(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	resp, _ := n.request(t, http.MethodGet, "/debug/pprof/", nil, nil)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "never on the node's own port")
+}
+
+// TestLayoutVariables shows STORAGE_LAYOUT, STORAGE_INLINE_MAX and
+// STORAGE_VOLUME_SIZE taking effect: small blobs go to volume files, a blob
+// over the inline limit to a file of its own, a volume is sealed at its size,
+// and the directory then refuses the other layout at start, naming the
+// variable.
+func TestLayoutVariables(t *testing.T) {
+	env := map[string]string{"STORAGE_LAYOUT": "volumes", "STORAGE_INLINE_MAX": "1KiB", "STORAGE_VOLUME_SIZE": "8KiB"}
+	n := startNode(t, env)
+	opened := n.Logs("data directory opened")
+	require.Len(t, opened, 1)
+	require.Equal(t, "volumes", opened[0]["layout"])
+	small := bytes.Repeat([]byte("s"), 1000)
+	var ids []string
+	for range 12 {
+		id := uuid.NewString()
+		ids = append(ids, id)
+		resp, body := n.put(t, id, small)
+		require.Equal(t, http.StatusCreated, resp.StatusCode, "body: %s", body)
+	}
+	large := bytes.Repeat([]byte("L"), 1025)
+	big := uuid.NewString()
+	resp, _ := n.put(t, big, large)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.FileExists(t, filepath.Join(n.DataDir, big[0:2], big[2:4], big), "a blob over STORAGE_INLINE_MAX is a file")
+	require.FileExists(t, filepath.Join(n.DataDir, "volumes", "00000002.vol"), "12 records of 1 KiB fill more than one 8 KiB volume")
+	for _, id := range ids {
+		resp, body := n.request(t, http.MethodGet, "/internal/blobs/"+id, nil, map[string]string{"Range": "bytes=10-19"})
+		require.Equal(t, http.StatusPartialContent, resp.StatusCode)
+		require.Equal(t, small[10:20], body)
+	}
+	_, body := n.request(t, http.MethodGet, "/internal/stats", nil, nil)
+	st := decode[wire.Stats](t, body)
+	require.Equal(t, int64(13), st.BlobCount, "stats count the blobs of both kinds")
+	require.Equal(t, int64(12*1000+1025), st.BytesUsed)
+	_, body = n.request(t, http.MethodGet, "/internal/blobs?limit=100", nil, nil)
+	require.Contains(t, string(body), big, "listing merges files and volumes")
+	require.Contains(t, string(body), ids[0])
+	require.Equal(t, 12.0, counterValue(t, n, "dfs_node_volume_group_records_total"))
+	require.Positive(t, counterValue(t, n, "dfs_node_volume_group_commits_total"))
+
+	// STORAGE_COMPACT_THRESHOLD (30% by default): removing half of the
+	// first, sealed, volume's blobs gets it compacted in the background.
+	for _, id := range ids[:4] {
+		resp, _ := n.request(t, http.MethodDelete, "/internal/blobs/"+id, nil, nil)
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	}
+	require.Eventually(t, func() bool { return counterValue(t, n, "dfs_node_volume_compactions_total") >= 1 }, 20*time.Second, 10*time.Millisecond)
+	require.Positive(t, counterValue(t, n, "dfs_node_volume_compaction_reclaimed_bytes_total"))
+	require.NotEmpty(t, n.Logs("volume compacted"))
+	for _, id := range ids[4:] {
+		resp, body := n.request(t, http.MethodGet, "/internal/blobs/"+id, nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, small, body)
+	}
+	require.NoError(t, n.Stop())
+
+	cfg := n.Config
+	cfg.Layout = blob.LayoutFiles
+	_, err := newServer(t, cfg)
+	require.ErrorContains(t, err, "STORAGE_LAYOUT=files")
+	require.ErrorContains(t, err, `holds the "volumes" layout`)
 }

@@ -47,6 +47,12 @@ type benchCluster struct {
 // settings. With b.databaseURL it gives the coordinator a new, empty
 // PostgreSQL database, dropped by stop.
 func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra ...string) (*benchCluster, error) {
+	return b.startClusterWith(ctx, name, nodes, nil, extra...)
+}
+
+// startClusterWith is startCluster with nodeExtra added to every storage
+// node's settings (before -node-env, which wins).
+func (b *bench) startClusterWith(ctx context.Context, name string, nodes int, nodeExtra []string, extra ...string) (*benchCluster, error) {
 	dir := filepath.Join(b.root, name)
 	env := append([]string{
 		"MAX_FILE_SIZE=2GiB",
@@ -75,7 +81,7 @@ func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra 
 	}
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		BinDir: b.binDir, DataDir: dir, Nodes: nodes,
-		CoordinatorEnv: env, NodeEnv: append([]string{"LOG_LEVEL=" + b.logLevel}, b.nodeEnv...),
+		CoordinatorEnv: env, NodeEnv: append(append([]string{"LOG_LEVEL=" + b.logLevel}, nodeExtra...), b.nodeEnv...),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnExit: func(name string, err error) { b.logf("%s exited unexpectedly: %v", name, err) },
 	})

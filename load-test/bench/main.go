@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "s3", "cached", "large", "rss", "rebalance"}
+var allPhases = []string{"baseline", "small", "small-volumes", "s3", "cached", "large", "rss", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -195,6 +195,12 @@ func run(args []string) int {
 	if b.databaseURL != "" {
 		b.res.Config["metadata"] = "PostgreSQL (DATABASE_URL; a new database per cluster)"
 	}
+	b.res.Config["layouts"] = "phase small: STORAGE_LAYOUT=files; phase small-volumes: STORAGE_LAYOUT=volumes"
+	if os.Getenv("WEED") == "" {
+		b.res.Notes = append(b.res.Notes, "SeaweedFS not measured: no weed binary given (WEED=path); the figures stand beside this machine's own ceilings")
+	} else {
+		b.res.Notes = append(b.res.Notes, "WEED is set, but this bench does not start SeaweedFS yet: the peer is not measured")
+	}
 	if b.binDir == "" {
 		b.binDir = filepath.Join(root, "bin")
 		b.logf("building the binaries into %s", b.binDir)
@@ -220,6 +226,9 @@ func run(args []string) int {
 	}
 	if phases["small"] {
 		step("small", b.small)
+	}
+	if phases["small-volumes"] {
+		step("small-volumes", b.smallVolumes)
 	}
 	if phases["s3"] {
 		step("s3", b.s3Small)
@@ -265,6 +274,19 @@ func (b *bench) addRows() {
 	r.row(dfsDownload, baseHTTPGet, 0, "")
 	r.row(dfsDownloadP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsDownloadP+"99", baseHTTPGetP+"99", 0, "")
+	sfx, _ := layoutSuffix("volumes")
+	r.row(layoutKey(dfsUpload, sfx), baseHTTPPost, 0, "")
+	r.row(layoutKey(dfsUpload, sfx), baseFsync, 3, "RF=3 ceiling of the files layout")
+	r.row(layoutKey(dfsUploadP, sfx)+"50", baseHTTPPostP+"50", 0, "")
+	r.row(layoutKey(dfsUploadP, sfx)+"99", baseHTTPPostP+"99", 0, "")
+	r.row(layoutKey(dfsDownload, sfx), baseHTTPGet, 0, "")
+	r.row(layoutKey(dfsDownloadP, sfx)+"50", baseHTTPGetP+"50", 0, "")
+	r.row(layoutKey(dfsDownloadP, sfx)+"99", baseHTTPGetP+"99", 0, "")
+	for _, phase := range []string{"upload4k", "download4k"} {
+		for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
+			r.row(dfsCPU+phase+sfx+"."+who, "", 0, "")
+		}
+	}
 	r.row(dfsCached, baseHTTPGet, 0, "")
 	r.row(dfsCachedP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsCachedP+"99", baseHTTPGetP+"99", 0, "")

@@ -53,9 +53,33 @@ const (
 )
 
 // small measures 4 KiB uploads, then downloads of the files uploaded, each
-// over b.runs windows, at b.clients concurrent clients.
-func (b *bench) small(ctx context.Context) error {
-	bc, err := b.startCluster(ctx, "small", 3)
+// over b.runs windows, at b.clients concurrent clients, on nodes in the
+// files layout.
+func (b *bench) small(ctx context.Context) error { return b.smallLayout(ctx, "files") }
+
+// smallVolumes is small on nodes in the volumes layout (STORAGE_LAYOUT),
+// its figures keyed with layoutSuffix.
+func (b *bench) smallVolumes(ctx context.Context) error { return b.smallLayout(ctx, "volumes") }
+
+// layoutSuffix is what the figure keys' phases and the figure names of a
+// layout other than the default one carry: dfs.upload4k-volumes.rate, for
+// example.
+func layoutSuffix(layout string) (key, name string) {
+	if layout == "files" {
+		return "", ""
+	}
+	return "-" + layout, " (" + layout + ")"
+}
+
+// layoutKey is a 4 KiB figure key of the files layout made the same
+// figure's key for the layout whose suffix is sfx.
+func layoutKey(key, sfx string) string {
+	return strings.Replace(key, "4k.", "4k"+sfx+".", 1)
+}
+
+func (b *bench) smallLayout(ctx context.Context, layout string) error {
+	sfx, nameSfx := layoutSuffix(layout)
+	bc, err := b.startClusterWith(ctx, "small-"+layout, 3, []string{"STORAGE_LAYOUT=" + layout})
 	if err != nil {
 		return err
 	}
@@ -69,13 +93,13 @@ func (b *bench) small(ctx context.Context) error {
 	)
 	const size = 4 << 10
 	for run := range b.runs {
-		b.logf("4 KiB uploads, run %d of %d (%d clients, %s)", run+1, b.runs, b.clients, b.window)
+		b.logf("4 KiB uploads, %s layout, run %d of %d (%d clients, %s)", layout, run+1, b.runs, b.clients, b.window)
 		var perfDone func()
-		if run == 0 && b.perf {
+		if run == 0 && b.perf && layout == "files" {
 			perfDone = b.startPerf(ctx, bc.PID(localcluster.CoordinatorName), "coordinator-upload4k")
 		}
 		profDone := func() {}
-		if run == 0 {
+		if run == 0 && layout == "files" {
 			profDone = b.startProfiles(ctx, bc, "coordinator-upload4k")
 		}
 		cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
@@ -100,30 +124,30 @@ func (b *bench) small(ctx context.Context) error {
 		}
 		profDone()
 		b.loopFailures("4 KiB upload", r)
-		addRate(s, dfsUpload, r)
-		addCPU(s, "upload4k", cpu)
+		addRate(s, layoutKey(dfsUpload, sfx), r)
+		addCPU(s, "upload4k"+sfx, cpu)
 
-		b.logf("4 KiB downloads, run %d of %d", run+1, b.runs)
+		b.logf("4 KiB downloads, %s layout, run %d of %d", layout, run+1, b.runs)
 		mu.Lock()
 		pool := append([]string(nil), ids...)
 		mu.Unlock()
 		if len(pool) == 0 {
 			return fmt.Errorf("no 4 KiB upload succeeded: %v", r.firstErr)
 		}
-		b.downloads(ctx, bc, pool, s, dfsDownload, "download4k", run == 0)
+		b.downloads(ctx, bc, pool, s, layoutKey(dfsDownload, sfx), "download4k"+sfx, run == 0 && layout == "files")
 	}
 	if degraded > 0 {
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%d of %d 4 KiB uploads were acknowledged DEGRADED", degraded, len(ids)))
 	}
 	figs := s.figures()
-	rename(figs, dfsUpload, fmt.Sprintf("4 KiB upload ×%d", b.clients))
-	rename(figs, dfsUploadP+"50", "4 KiB upload p50")
-	rename(figs, dfsUploadP+"99", "4 KiB upload p99")
-	rename(figs, dfsDownload, fmt.Sprintf("4 KiB download ×%d", b.clients))
-	rename(figs, dfsDownloadP+"50", "4 KiB download p50")
-	rename(figs, dfsDownloadP+"99", "4 KiB download p99")
-	renameCPU(figs, "upload4k", "4 KiB uploads")
-	renameCPU(figs, "download4k", "4 KiB downloads")
+	rename(figs, layoutKey(dfsUpload, sfx), fmt.Sprintf("4 KiB upload ×%d%s", b.clients, nameSfx))
+	rename(figs, layoutKey(dfsUploadP, sfx)+"50", "4 KiB upload p50"+nameSfx)
+	rename(figs, layoutKey(dfsUploadP, sfx)+"99", "4 KiB upload p99"+nameSfx)
+	rename(figs, layoutKey(dfsDownload, sfx), fmt.Sprintf("4 KiB download ×%d%s", b.clients, nameSfx))
+	rename(figs, layoutKey(dfsDownloadP, sfx)+"50", "4 KiB download p50"+nameSfx)
+	rename(figs, layoutKey(dfsDownloadP, sfx)+"99", "4 KiB download p99"+nameSfx)
+	renameCPU(figs, "upload4k"+sfx, "4 KiB uploads"+nameSfx)
+	renameCPU(figs, "download4k"+sfx, "4 KiB downloads"+nameSfx)
 	b.res.addFigures(figs)
 	return nil
 }
