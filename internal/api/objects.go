@@ -156,9 +156,9 @@ func (s *server) putObject(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, s.MaxFileSize+1)
+	// The file service refuses a body past MAX_FILE_SIZE itself.
 	o, res, err := s.Objects.Put(r.Context(), objects.PutRequest{Bucket: chi.URLParam(r, "bucket"), Key: key,
-		Body: kindReader{body}, ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type")})
+		Body: kindReader{r.Body}, ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type")})
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
