@@ -43,7 +43,7 @@ func startCluster(t *testing.T, extraEnv ...string) *cluster {
 	ports, err := localcluster.FreePorts("127.0.0.1", 1)
 	require.NoError(t, err)
 	env := append([]string{
-		"HEALTH_CHECK_INTERVAL=500ms", "HEALTH_PROBE_TIMEOUT=300ms", "REPAIR_INTERVAL=1s", "REPLICATION_FACTOR=2",
+		"HEALTH_CHECK_INTERVAL=500ms", "HEALTH_PROBE_TIMEOUT=300ms", "REPAIR_INTERVAL=1s", "REPLICATION_FACTOR=2", "MAX_FILE_SIZE=16MiB",
 		"LOG_FORMAT=json", "S3_PORT=" + strconv.Itoa(ports[0]), "ROOT_ACCESS_KEY=" + rootKey, "ROOT_SECRET_KEY=" + rootSecret,
 	}, extraEnv...)
 	ctx, cancel := context.WithCancel(context.Background())
