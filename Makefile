@@ -44,10 +44,13 @@ DURATION    ?= 5m
 CHAOSFLAGS  ?=
 BENCHFLAGS  ?=
 
-.PHONY: chaos bench-cluster
+.PHONY: chaos bench-cluster bench-large
 
 chaos: ## chaos soak for DURATION (default 5m): kills, restarts, a join and a leave under load; fails if an acknowledged upload is lost or corrupt
 	$(GO) run ./load-test -soak -duration $(DURATION) $(CHAOSFLAGS)
 
 bench-cluster: ## benchmark a local cluster against the machine's baselines; table on stdout, JSON in bench/results.json (BENCHFLAGS=-quick)
 	$(GO) run ./load-test/bench $(BENCHFLAGS)
+
+bench-large: ## the large-file figures: 256 MiB upload and download, a 4-part session upload, coordinator peak RSS while 4 GiB stream through (12 GiB of disk)
+	$(GO) run ./load-test/bench -only baseline,large,rss -rss-size 4GiB $(BENCHFLAGS)

@@ -580,8 +580,10 @@ func TestAllNodesDownIsUnavailableAndNothingIsLost(t *testing.T) {
 // end.
 func TestPausedNodeDoesNotHoldALargeUpload(t *testing.T) {
 	t.Parallel()
+	// CHUNK_SIZE above the file's size: this is about one blob's copy
+	// writes, which a chunked file makes per chunk.
 	c := startCluster(t, options{nodes: 4, coordEnv: []string{
-		"HEALTH_CHECK_INTERVAL=1s", "HEALTH_FAILURE_THRESHOLD=1000", "NODE_STALL_TIMEOUT=1s",
+		"HEALTH_CHECK_INTERVAL=1s", "HEALTH_FAILURE_THRESHOLD=1000", "NODE_STALL_TIMEOUT=1s", "CHUNK_SIZE=64MiB",
 	}})
 	all := c.lc.Nodes()
 	victim := all[1]

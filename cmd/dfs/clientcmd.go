@@ -48,6 +48,15 @@ type clientCmd struct {
 	url  string
 	json bool
 	c    *client.Client
+	// parts configures how dfs put sends a large file.
+	parts partOptions
+}
+
+// partOptions are dfs put's flags for files sent as upload-session parts.
+type partOptions struct {
+	parallel int
+	size     int64
+	resume   bool
 }
 
 // newClientCmd prepares a command's flag set with the common flags; help is

@@ -53,6 +53,7 @@ type fakeCoordinator struct {
 	drainQueries  []string // the query of every deregistration
 	drainUnsafe   []string // why a drain is not safe; none means it is
 	durability    client.DurabilityReport
+	sessions      fakeSessions
 }
 
 type fakeFile struct {
@@ -99,6 +100,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	route("GET /api/health", f.clusterHealth)
 	route("POST /api/admin/rebalance", f.runRebalance)
 	route("GET /api/cluster/durability", f.clusterDurability)
+	f.routeSessions(route)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -40,6 +41,12 @@ primary node and replica nodes. "-" reads standard input. A DEGRADED file
 stderr. A failed file does not stop the others; the exit status is then 1.
 With -json each upload's result is printed as the API answered it. When
 stderr is a terminal, files of 1 MiB or more get a progress bar there.
+
+A file larger than 8 MiB (the coordinator's default CHUNK_SIZE) is sent as
+the parts of an upload session, -parallel at a time, each retried on its
+own. While it runs, FILE.dfs-upload beside it records the session; after an
+interruption, -resume continues it, sending only the parts the coordinator
+does not hold (the file must be unchanged). -key sends a file whole.
 `
 
 func runPut(ctx context.Context, args []string, s stdio) int {
@@ -49,10 +56,26 @@ func runPut(ctx context.Context, args []string, s stdio) int {
 	name := cc.fs.String("name", "", "stored file name (default: the FILE's base name; \"stdin\" for -) (one FILE only)")
 	quiet := cc.fs.Bool("q", false, "no progress bar")
 	recursive := cc.fs.Bool("r", false, "with a DIR and a bucket/prefix: store every file under DIR, keyed by its path below it")
+	parallel := cc.fs.Int("parallel", 4, "parts of a large file sent at once")
+	resume := cc.fs.Bool("resume", false, "continue an interrupted upload of a large file (recorded in FILE.dfs-upload)")
+	partSize := new(int64)
+	*partSize = 16 << 20
+	cc.fs.Func("part-size", "bytes per part of a large file, as 16MiB or 16777216 (default 16MiB)", func(v string) error {
+		l := envconf.FromMap(map[string]string{"-part-size": v})
+		*partSize = l.Size("-part-size", 0)
+		return l.Err()
+	})
 	paths, code, done := cc.parse(args, 1, -1)
 	if done {
 		return code
 	}
+	if *parallel < 1 || *parallel > 64 {
+		return cc.usageError("-parallel must be between 1 and 64, got %d", *parallel)
+	}
+	if *partSize < 1<<20 || *partSize > 5<<30 {
+		return cc.usageError("-part-size must be between 1MiB and 5GiB, got %d", *partSize)
+	}
+	cc.parts = partOptions{parallel: *parallel, size: *partSize, resume: *resume}
 	if len(paths) == 2 {
 		if b, k, ok := splitName(paths[1], *recursive); ok {
 			if _, err := os.Stat(paths[1]); err != nil {
@@ -146,7 +169,21 @@ func (cc *clientCmd) putOne(ctx context.Context, path, name string, opts client.
 		}
 	}
 	p := newProgress(cc.s.err, draw && isTerminal(cc.s.err), name, size, "storing the copies…")
-	res, err := cc.c.Upload(ctx, name, p.reader(r), size, opts)
+	var res client.UploadResult
+	var err error
+	if f, ok := r.(*os.File); ok && path != "-" && size > sessionThreshold && opts.IdempotencyKey == "" {
+		st, serr := f.Stat()
+		if serr != nil {
+			return errs.Wrap(errs.Invalid, serr, "")
+		}
+		res, err = cc.putParts(ctx, path, name, f, st, opts.ContentType, cc.parts.parallel, cc.parts.size, cc.parts.resume, p)
+		if err != nil && ctx.Err() != nil {
+			p.done(false)
+			return errs.Wrap(errs.Other, ctx.Err(), "%s: interrupted; the parts stored so far are kept: `dfs put -resume %s` sends the rest", path, path)
+		}
+	} else {
+		res, err = cc.c.Upload(ctx, name, p.reader(r), size, opts)
+	}
 	p.done(err == nil)
 	switch {
 	case err != nil && ctx.Err() != nil && size >= 0 && p.n.Load() >= size:

@@ -299,8 +299,14 @@ func TestS3WithTheGoClients(t *testing.T) {
 		require.Equal(t, "EntityTooLarge", code(t, err))
 		_, err = root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("nowhere"), Key: aws.String("k"), Body: strings.NewReader("x")})
 		require.Equal(t, "NoSuchBucket", code(t, err))
-		_, err = root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("big")})
-		require.Equal(t, "NotImplemented", code(t, err))
+		mp, err := root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("big")})
+		require.NoError(t, err)
+		_, err = root.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("big"),
+			UploadId: mp.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{
+				{PartNumber: aws.Int32(1), ETag: aws.String(`"` + md5hex(nil) + `"`)}}}})
+		require.Equal(t, "InvalidPart", code(t, err), "a part never sent")
+		_, err = root.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("big"), UploadId: mp.UploadId})
+		require.NoError(t, err)
 
 		status, body := c.signed(http.MethodPost, "/photos?delete", []byte("<Delete><Object><Key>shared.txt</Key></Object"))
 		require.Equal(t, http.StatusBadRequest, status)
@@ -323,6 +329,32 @@ func TestS3WithTheGoClients(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, status, "REST needs a key once a root key is set")
 		status, _ = c.rest(http.MethodGet, "/health/live", nil, "", "")
 		require.Equal(t, http.StatusOK, status)
+	})
+
+	t.Run("multipart", func(t *testing.T) {
+		mp, err := root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"),
+			ContentType: aws.String("application/x-parts")})
+		require.NoError(t, err)
+		first, last := bytes.Repeat([]byte("p"), 5<<20), []byte("and the rest")
+		var done []types.CompletedPart
+		for i, b := range [][]byte{first, last} {
+			out, err := root.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId,
+				PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(b)})
+			require.NoError(t, err)
+			require.Equal(t, `"`+md5hex(b)+`"`, *out.ETag)
+			done = append(done, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag})
+		}
+		parts, err := root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
+		require.NoError(t, err)
+		require.Len(t, parts.Parts, 2)
+		fin, err := root.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"),
+			UploadId: mp.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: done}})
+		require.NoError(t, err)
+		require.True(t, strings.HasSuffix(*fin.ETag, `-2"`), *fin.ETag)
+		got, err := root.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin")})
+		require.Equal(t, append(append([]byte{}, first...), last...), readAll(t, got, err), "the parts, in order, byte-exact")
+		require.Equal(t, *fin.ETag, *got.ETag)
+		require.Equal(t, "application/x-parts", *got.ContentType)
 	})
 
 	t.Run("minio-go", func(t *testing.T) {

@@ -67,7 +67,10 @@ type Health interface {
 
 // Options wires the API to its services.
 type Options struct {
-	Files      Files
+	Files Files
+	// Uploads serves the upload sessions under /api/uploads; nil leaves
+	// those routes out.
+	Uploads    Uploads
 	Members    Members
 	Rebalancer Rebalancer
 	Health     Health
@@ -145,6 +148,9 @@ func New(o Options) http.Handler {
 		r.Get("/files/{fileId}/metadata", s.metadata)
 		r.Delete("/files/{fileId}", s.deleteFile)
 		r.Post("/files/{fileId}/verify", s.verify)
+		if o.Uploads != nil {
+			s.routeUploads(r)
+		}
 
 		r.With(s.requireToken).Post("/nodes/register", s.register)
 		r.Get("/nodes", s.listNodes)

@@ -153,6 +153,9 @@ type fileJSON struct {
 	// Bucket and Key name the S3 object the file holds, if any.
 	Bucket string `json:"bucket,omitempty"`
 	Key    string `json:"key,omitempty"`
+	// Chunks lists a chunked file's chunks, each a blob with its own copies;
+	// such a file has no copies of its own.
+	Chunks []chunkJSON `json:"chunks,omitempty"`
 }
 
 type replicaJSON struct {
@@ -184,13 +187,8 @@ func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
 			out.Bucket, out.Key = o.Bucket, o.Key
 		}
 	}
-	out.Replicas = []replicaJSON{}
-	for _, c := range rec.Replicas {
-		out.Replicas = append(out.Replicas, replicaJSON{
-			NodeID: c.NodeID, Status: c.Status, Primary: c.NodeID == rec.PrimaryNodeID,
-			CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-		})
-	}
+	out.Replicas = replicasJSON(rec)
+	out.Chunks = chunksJSON(rec)
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/console"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/objects"
@@ -53,9 +54,10 @@ func routes(t *testing.T, h http.Handler) []string {
 // The OpenAPI document must not drift from the router: every route has an
 // operation and every operation a route.
 func TestRoutesMatchTheOpenAPIDocument(t *testing.T) {
-	// A Metrics handler and keys, so the optional /metrics and
-	// /api/admin/keys routes are there too.
-	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Keys: &auth.Keys{}, Namespace: (*sqlite.Store)(nil), Objects: &objects.Service{}}))
+	// A Metrics handler, uploads and keys, so the optional /metrics,
+	// /api/uploads and /api/admin/keys routes are there too.
+	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Uploads: fakeUploads{}, Keys: &auth.Keys{},
+		Namespace: (*sqlite.Store)(nil), Objects: &objects.Service{}}))
 	documented, err := openapitest.Operations()
 	require.NoError(t, err)
 
@@ -192,6 +194,23 @@ func (f fakeFiles) List(context.Context, []meta.FileStatus, int, int) ([]meta.Fi
 	return []meta.File{f.rec.File}, 1, nil
 }
 
+type fakeUploads struct{ api.Uploads }
+
+const fakeSessionID = "7c0e4d6a-1b2f-4c3d-8e9f-a0b1c2d3e4f5"
+
+func (fakeUploads) GetSession(_ context.Context, id string) (files.Session, []files.Part, error) {
+	if id != fakeSessionID {
+		return files.Session{}, nil, errs.WithCode(errs.NotFound, errs.CodeUploadNotFound, nil, "upload session %s not found", id)
+	}
+	at := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
+	return files.Session{ID: id, FileName: "a.tar", ContentType: "application/x-tar", CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)},
+		[]files.Part{{Number: 1, SizeBytes: 3, SHA256: strings.Repeat("ab", 32), MD5: strings.Repeat("cd", 16), CreatedAt: at}}, nil
+}
+
+func (fakeUploads) ListSessions(context.Context, string, int) ([]files.Session, error) {
+	return []files.Session{}, nil
+}
+
 type fakeHealth struct{ report api.HealthReport }
 
 func (f fakeHealth) Cluster(context.Context) api.HealthReport { return f.report }
@@ -259,11 +278,15 @@ func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
 		{"ready", http.MethodGet, "/health/ready", api.HealthUp, http.StatusOK},
 		{"not ready", http.MethodGet, "/health/ready", api.HealthDown, http.StatusServiceUnavailable},
 		{"document", http.MethodGet, "/openapi.json", api.HealthUp, http.StatusOK},
+		{"upload session", http.MethodGet, "/api/uploads/" + fakeSessionID, api.HealthUp, http.StatusOK},
+		{"unknown upload session", http.MethodGet, "/api/uploads/00000000-0000-4000-8000-000000000000", api.HealthUp, http.StatusNotFound},
+		{"upload sessions", http.MethodGet, "/api/uploads?limit=10", api.HealthUp, http.StatusOK},
+		{"bad session limit", http.MethodGet, "/api/uploads?limit=x", api.HealthUp, http.StatusBadRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := api.New(api.Options{
-				Files: fakeFiles{rec: rec}, Members: fakeMembers{nodes: nodes}, Rebalancer: fakeRebalancer{},
+				Files: fakeFiles{rec: rec}, Members: fakeMembers{nodes: nodes}, Rebalancer: fakeRebalancer{}, Uploads: fakeUploads{},
 				Health: fakeHealth{report: report(tc.health)}, Operations: tracker,
 			})
 			req := httptest.NewRequest(tc.method, tc.target, nil)

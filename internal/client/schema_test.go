@@ -51,6 +51,11 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"HealthCheckResult": HealthCheckResult{},
 		"DurabilityReport":  DurabilityReport{},
 		"NodeRisk":          NodeRisk{},
+		"Chunk":             Chunk{},
+		"ChunkVerify":       ChunkVerify{},
+		"UploadSession":     UploadSession{},
+		"UploadPart":        UploadPart{},
+		"UploadDetail":      UploadDetail{},
 		"ScrubReport":       ScrubReport{},
 		"NodeScrub":         NodeScrub{},
 	}

@@ -78,6 +78,21 @@ type File struct {
 	// Bucket and Key name the S3 object the file holds, if any.
 	Bucket string `json:"bucket,omitempty"`
 	Key    string `json:"key,omitempty"`
+	// Chunks are a chunked file's chunks (files larger than the
+	// coordinator's CHUNK_SIZE), which then has no copies of its own.
+	Chunks []Chunk `json:"chunks,omitempty"`
+}
+
+// Chunk is one chunk of a chunked file: a blob with copies of its own.
+type Chunk struct {
+	Index     int        `json:"index"`
+	ChunkID   string     `json:"chunkId"`
+	Offset    int64      `json:"offset"`
+	SizeBytes int64      `json:"sizeBytes"`
+	Checksum  string     `json:"checksum"`
+	Status    FileStatus `json:"status"`
+	Reason    string     `json:"reason,omitempty"`
+	Replicas  []Replica  `json:"replicas"`
 }
 
 // Replica is one copy of a file, the primary's included.
@@ -117,6 +132,18 @@ const (
 
 // VerifyResult is the answer of POST /api/files/{id}/verify.
 type VerifyResult struct {
+	FileID        string      `json:"fileId"`
+	Checksum      string      `json:"checksum"`
+	Status        FileStatus  `json:"status"`
+	HealthyCopies int         `json:"healthyCopies"`
+	Copies        []CopyCheck `json:"copies"`
+	// Chunks verifies each chunk of a chunked file.
+	Chunks []ChunkVerify `json:"chunks,omitempty"`
+}
+
+// ChunkVerify is the verification of one chunk.
+type ChunkVerify struct {
+	Index         int         `json:"index"`
 	FileID        string      `json:"fileId"`
 	Checksum      string      `json:"checksum"`
 	Status        FileStatus  `json:"status"`
@@ -315,6 +342,7 @@ type RebalanceReport struct {
 	Node               string   `json:"node,omitempty"`
 	FilesScanned       int      `json:"filesScanned"`
 	FilesAffected      int      `json:"filesAffected"`
+	ChunksMoved        int      `json:"chunksMoved"`
 	CopiesCreated      int      `json:"copiesCreated"`
 	CopiesRemoved      int      `json:"copiesRemoved"`
 	PrimariesPromoted  int      `json:"primariesPromoted"`

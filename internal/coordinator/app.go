@@ -178,6 +178,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
+		ChunkSize: cfg.ChunkSize, ChunkConcurrency: cfg.ChunkUploadConcurrency, SessionTTL: cfg.UploadSessionTTL,
 	})
 	if err != nil {
 		a.close()
@@ -217,7 +218,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	if cfg.S3Port != 0 {
 		a.s3 = s3.New(s3.Options{Files: a.files, Namespace: ns, Keys: keys, Region: cfg.S3Region, Domain: cfg.S3Domain,
-			Logger: log.With("api", "s3"), Observe: a.metrics.ObserveHTTP})
+			Logger: log.With("api", "s3"), Observe: a.metrics.ObserveHTTP, Sessions: s3Sessions{a.files}})
 	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {
@@ -228,6 +229,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
 		Durability:  dur,
+		Uploads:     a.files,
 		Operations:  a.ops,
 		Logger:      log,
 		Token:       cfg.ClusterToken,

@@ -60,6 +60,9 @@ type Config struct {
 	RootAccessKey               string        // ROOT_ACCESS_KEY: the admin key; empty = no authentication
 	RootSecretKey               string        // ROOT_SECRET_KEY
 	APIAuth                     string        // API_AUTH: "keys" (REST needs a key once a root key is set) or "open"
+	ChunkSize                   int64         // CHUNK_SIZE: files larger than this are stored as chunks of it
+	ChunkUploadConcurrency      int           // CHUNK_UPLOAD_CONCURRENCY: chunks of one upload written to nodes at once
+	UploadSessionTTL            time.Duration // UPLOAD_SESSION_TTL: an upload session not completed or aborted by then is removed
 }
 
 // Addr is the listen address.
@@ -110,6 +113,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		RootAccessKey:               l.String("ROOT_ACCESS_KEY", ""),
 		RootSecretKey:               l.String("ROOT_SECRET_KEY", ""),
 		APIAuth:                     l.OneOf("API_AUTH", "keys", "keys", "open"),
+		ChunkSize:                   l.Size("CHUNK_SIZE", 8<<20),
+		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
+		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
 	}
 	// The probe timeout defaults to a fraction of the interval so a sweep ends
 	// before the next one starts.
@@ -120,6 +126,12 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.MaxFileSize <= 0 {
 		problems = append(problems, fmt.Errorf("MAX_FILE_SIZE=%d: must be positive", c.MaxFileSize))
+	}
+	if c.ChunkSize < 1<<20 || c.ChunkSize > 64<<20 {
+		problems = append(problems, fmt.Errorf("CHUNK_SIZE=%d: must be between 1MiB and 64MiB", c.ChunkSize))
+	}
+	if c.UploadSessionTTL < time.Second {
+		problems = append(problems, fmt.Errorf("UPLOAD_SESSION_TTL=%s: at least 1s", c.UploadSessionTTL))
 	}
 	if c.DownloadBufferSize > 64<<20 {
 		problems = append(problems, fmt.Errorf("DOWNLOAD_BUFFER_SIZE=%d: at most 64MiB (it is held in memory per download)", c.DownloadBufferSize))

@@ -27,6 +27,9 @@ type repairLoop struct {
 	rebalancer *rebalance.Rebalancer
 	uploads    interface {
 		SettleAbandoned(ctx context.Context, id string, timeout time.Duration) error
+		// ExpireSessions removes upload sessions past UPLOAD_SESSION_TTL
+		// with their chunks.
+		ExpireSessions(ctx context.Context, limit int) (int, error)
 	}
 	cluster interface {
 		Ring() *ring.Ring
@@ -184,6 +187,11 @@ func (l *repairLoop) pass(ctx context.Context) (rebalance.Report, error) {
 		if err := l.uploads.SettleAbandoned(ctx, id, l.pendingTimeout); err != nil {
 			l.log.Warn("could not settle an abandoned upload", "file", id, "err", err)
 		}
+	}
+	if n, err := l.uploads.ExpireSessions(ctx, repairBatch); err != nil {
+		l.log.Warn("could not remove expired upload sessions", "err", err)
+	} else if n > 0 {
+		l.log.Info("removed expired upload sessions and their chunks", "sessions", n)
 	}
 	ids = append(append(append(ids, stuck...), deleted...), abandoned...)
 	if len(ids) == 0 {

@@ -56,6 +56,9 @@ const (
 	CodeMetadataUnavailable = "METADATA_UNAVAILABLE" // Unavailable: the metadata database
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // the router's 405; no kind has it
 	CodeUnsafeDrain         = "UNSAFE_DRAIN"         // Conflict: a drain would lose data or redundancy
+	CodeUploadNotFound      = "UPLOAD_NOT_FOUND"     // NotFound: no such upload session (completed, aborted or expired)
+	CodeMissingPart         = "MISSING_PART"         // Invalid: a completion names a part never received
+	CodePartOrder           = "INVALID_PART_ORDER"   // Invalid: a completion's parts are not in increasing order
 )
 
 // Codes of access keys and the S3 namespace.

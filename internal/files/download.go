@@ -72,6 +72,9 @@ func (s *Service) Open(ctx context.Context, id string, q byterange.Request) (*Do
 	if err != nil {
 		return nil, err
 	}
+	if rec.Manifest() {
+		return s.openChunked(ctx, rec, rng)
+	}
 	if d, ok := s.fromCache(rec, rng); ok {
 		return d, nil
 	}
@@ -94,6 +97,32 @@ func (s *Service) Open(ctx context.Context, id string, q byterange.Request) (*Do
 		return nil, errs.E(errs.Unavailable, "file %s has no active copy", id)
 	}
 	return nil, errs.E(errs.Unavailable, "no holder of file %s could serve it (%s)", id, strings.Join(failures, "; "))
+}
+
+// openChunked opens the read of a chunked file: its chunks in order, each
+// read whole from one holder (failing over per chunk) and verified, the
+// next fetched while the current one is sent.
+func (s *Service) openChunked(ctx context.Context, rec meta.FileRecord, rng *byterange.Range) (*Download, error) {
+	chunks, err := s.opt.Store.ChunksOf(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	var size int64
+	for _, c := range chunks {
+		if c.Status == meta.FileDeleted || c.Status == meta.FilePending || c.Chunk.Offset != size {
+			return nil, errs.E(errs.Unavailable, "file %s: chunk %s is not readable", rec.ID, c.ID)
+		}
+		size += c.SizeBytes
+	}
+	if len(chunks) != rec.ChunkCount || size != rec.SizeBytes {
+		return nil, errs.E(errs.Unavailable, "file %s has %d of its %d chunks", rec.ID, len(chunks), rec.ChunkCount)
+	}
+	cs, first, err := s.openChunks(ctx, chunks, rec.SizeBytes, rng)
+	if err != nil {
+		return nil, err
+	}
+	body := &countingBody{rc: cs, done: func(bytes int64) { s.opt.Events.Downloaded(first.node, first.failovers, bytes) }}
+	return &Download{File: rec.File, ServedBy: first.node, Failovers: first.failovers, Range: rng, Body: body}, nil
 }
 
 // fromCache answers a download from the content cache when the file's

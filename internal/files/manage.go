@@ -2,11 +2,13 @@ package files
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/reconcile"
 )
 
 // mutate applies fn to the current record and writes it, re-reading and
@@ -109,7 +111,7 @@ func (s *Service) Metadata(ctx context.Context, id string) (meta.FileRecord, err
 	if rec.Status == meta.FileDeleted {
 		return meta.FileRecord{}, fileNotFound(id)
 	}
-	return rec, nil
+	return s.withChunks(ctx, rec)
 }
 
 // MaxPageSize bounds a page of the file list.
@@ -169,7 +171,17 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResult, error) {
 		return DeleteResult{}, errs.E(errs.Conflict, "file %s is still being uploaded", id)
 	}
 	s.opt.ContentCache.Remove(id) // the record already refuses reads; this frees the memory
+	// A manifest's chunks become DELETED with it (the store does that when
+	// the reconciler drops the manifest's row); each is then removed as any
+	// blob is.
+	chunks, err := s.opt.Store.ChunksOf(ctx, id)
+	if err != nil {
+		s.log.Warn("could not list the chunks of a deleted file; the repair loop will remove them", "file", id, "err", err)
+	}
 	out, err := s.opt.Reconciler.Reconcile(ctx, id)
+	if err == nil && len(chunks) > 0 {
+		out, err = s.removeChunks(ctx, id, chunks)
+	}
 	if err != nil {
 		s.log.Warn("delete recorded but copies not yet removed; the repair loop will finish it", "file", id, "err", err)
 		return DeleteResult{FileID: id, Status: string(meta.FileDeleted), Message: "copies will be removed by the repair loop"}, nil
@@ -181,6 +193,49 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	}
 	s.log.Info("file deleted", "file", id, "complete", res.Complete, "pending", res.PendingNodes)
 	return res, nil
+}
+
+// chunkWorkers bounds the chunks of one file reconciled or verified at once.
+const chunkWorkers = 4
+
+// forChunks runs fn on every chunk, chunkWorkers at a time.
+func forChunks(chunks []meta.FileRecord, fn func(i int, c meta.FileRecord)) {
+	slots := make(chan struct{}, chunkWorkers)
+	var wg sync.WaitGroup
+	for i, c := range chunks {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			fn(i, c)
+		})
+	}
+	wg.Wait()
+}
+
+// removeChunks has the reconciler remove the copies of a deleted file's
+// chunks and sums up the outcome as one file's.
+func (s *Service) removeChunks(ctx context.Context, id string, chunks []meta.FileRecord) (reconcile.Outcome, error) {
+	var mu sync.Mutex
+	out := reconcile.Outcome{FileID: id, Removed: true}
+	var firstErr error
+	pending := map[string]bool{}
+	forChunks(chunks, func(_ int, c meta.FileRecord) {
+		o, err := s.opt.Reconciler.Reconcile(ctx, c.ID)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		out.Removed = out.Removed && err == nil && o.Removed
+		for _, n := range o.RemainingHolders {
+			pending[n] = true
+		}
+	})
+	for n := range pending {
+		out.RemainingHolders = append(out.RemainingHolders, n)
+	}
+	slices.Sort(out.RemainingHolders)
+	return out, firstErr
 }
 
 // CopyCheck is the verification of one copy.
@@ -201,6 +256,15 @@ type VerifyResult struct {
 	Status        meta.FileStatus `json:"status"`
 	HealthyCopies int             `json:"healthyCopies"`
 	Copies        []CopyCheck     `json:"copies"`
+	// Chunks reports each chunk of a chunked file, which has no copies of
+	// its own (Copies is empty; HealthyCopies is the fewest any chunk has).
+	Chunks []ChunkVerify `json:"chunks,omitempty"`
+}
+
+// ChunkVerify is the verification of one chunk.
+type ChunkVerify struct {
+	Index int `json:"index"`
+	VerifyResult
 }
 
 // Verify re-hashes every copy on its node, quarantines copies whose bytes do
@@ -213,6 +277,42 @@ func (s *Service) Verify(ctx context.Context, id string) (VerifyResult, error) {
 	if rec.Status == meta.FilePending {
 		return VerifyResult{}, errs.E(errs.Conflict, "file %s is still being uploaded", id)
 	}
+	if rec.Manifest() {
+		return s.verifyChunks(ctx, rec)
+	}
+	return s.verifyBlob(ctx, rec)
+}
+
+// verifyChunks verifies every chunk of a chunked file as a blob of its own,
+// so a bad copy of one chunk is rebuilt alone.
+func (s *Service) verifyChunks(ctx context.Context, rec meta.FileRecord) (VerifyResult, error) {
+	res := VerifyResult{FileID: rec.ID, Checksum: rec.Checksum, Copies: []CopyCheck{}, Chunks: make([]ChunkVerify, len(rec.Chunks))}
+	errsByChunk := make([]error, len(rec.Chunks))
+	forChunks(rec.Chunks, func(i int, c meta.FileRecord) {
+		r, err := s.verifyBlob(ctx, c)
+		res.Chunks[i], errsByChunk[i] = ChunkVerify{Index: i, VerifyResult: r}, err
+	})
+	for i, err := range errsByChunk {
+		if err != nil {
+			return VerifyResult{}, errs.Wrap(errs.KindOf(err), err, "verify chunk %d of %s", i, rec.ID)
+		}
+	}
+	after, err := s.withChunks(ctx, rec)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	res.Status = after.Status
+	for i, c := range res.Chunks {
+		if i == 0 || c.HealthyCopies < res.HealthyCopies {
+			res.HealthyCopies = c.HealthyCopies
+		}
+	}
+	return res, nil
+}
+
+// verifyBlob re-hashes every copy of one blob, a whole file or a chunk.
+func (s *Service) verifyBlob(ctx context.Context, rec meta.FileRecord) (VerifyResult, error) {
+	id := rec.ID
 	checks := make([]CopyCheck, len(rec.Replicas))
 	var wg sync.WaitGroup
 	for i, c := range rec.Replicas {

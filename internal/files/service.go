@@ -82,7 +82,21 @@ type Options struct {
 	PendingTouch time.Duration
 	// Events receives what happened, for metrics; nil means none.
 	Events Events
+	// ChunkSize is the size of a chunk (CHUNK_SIZE): an upload larger than
+	// it is stored as chunks of this size, each a blob of its own. 0 means
+	// the default, 8 MiB.
+	ChunkSize int64
+	// ChunkConcurrency bounds the chunks of one stream being written to
+	// nodes while the next is received (CHUNK_UPLOAD_CONCURRENCY); with
+	// ChunkSize it bounds the memory one stream holds. 0 means 3.
+	ChunkConcurrency int
+	// SessionTTL is how long an upload session lives (UPLOAD_SESSION_TTL);
+	// 0 means 24h.
+	SessionTTL time.Duration
 }
+
+// DefaultChunkSize is CHUNK_SIZE's default.
+const DefaultChunkSize = 8 << 20
 
 // Events is told about outcomes the service observes, for metrics.
 type Events interface {
@@ -114,6 +128,8 @@ type Service struct {
 	log      *slog.Logger
 	copySlot chan struct{} // a semaphore bounding replica writes
 	mem      *memorySpool
+	// chunkBufs lends the ChunkSize buffers of chunked streams.
+	chunkBufs *chunkBuffers
 	// repairs holds the quarantines and rebuilds that downloads hand off,
 	// run by Run.
 	repairs *taskq.Queue
@@ -148,6 +164,15 @@ func New(o Options) (*Service, error) {
 	if o.Events == nil {
 		o.Events = noEvents{}
 	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.ChunkConcurrency <= 0 {
+		o.ChunkConcurrency = 3
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 24 * time.Hour
+	}
 	if o.SpoolDir == "" {
 		return nil, errs.E(errs.Invalid, "files: SpoolDir is required")
 	}
@@ -162,8 +187,11 @@ func New(o Options) (*Service, error) {
 	}
 	return &Service{
 		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
-		mem:     newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
-		repairs: taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
+		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
+		// One stream's worth is kept: the chunks in flight and the one
+		// being received.
+		chunkBufs: newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1),
+		repairs:   taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
 }
 

@@ -84,31 +84,29 @@ func (m *memorySpool) give(b *[]byte) {
 	m.used.Add(-m.max)
 }
 
-// spool reads the body once while hashing it, never holding more than the
-// memory spool's per-upload maximum in memory: a body that fits (and finds
-// room in the budget) stays in memory, a larger one continues into a
-// temporary file. A body larger than MaxFileSize is cut off at the limit and
-// refused.
-func (s *Service) spool(body io.Reader) (*spooled, error) {
-	body = io.LimitReader(body, s.opt.MaxFileSize+1)
+// spoolAtMost reads the body once while hashing it, up to max bytes, never
+// holding more than the memory spool's per-upload maximum in memory: a body
+// that fits (and finds room in the budget) stays in memory, a larger one
+// continues into a temporary file. A body longer than max is spooled up to
+// max+1 bytes and over reports it (the checksum is then of those bytes
+// only): the caller refuses it, or goes on with the rest of the body after
+// sp's bytes.
+func (s *Service) spoolAtMost(body io.Reader, max int64) (sp *spooled, over bool, err error) {
+	body = io.LimitReader(body, max+1)
 	h := sha256.New()
 	var head []byte // bytes already read into memory, if any
 	if buf, ok := s.mem.take(); ok {
 		n, err := fill(body, *buf)
 		switch {
 		case err == io.EOF:
-			if int64(n) > s.opt.MaxFileSize {
-				s.mem.give(buf)
-				return nil, tooLarge(s.opt.MaxFileSize)
-			}
 			h.Write((*buf)[:n])
 			return &spooled{
 				size: int64(n), sum: hex.EncodeToString(h.Sum(nil)),
 				mem: (*buf)[:n], release: func() { s.mem.give(buf) },
-			}, nil
+			}, int64(n) > max, nil
 		case err != nil:
 			s.mem.give(buf)
-			return nil, bodyError(err)
+			return nil, false, bodyError(err)
 		}
 		// Larger than the memory spool takes: what was read goes to the file
 		// first. The buffer goes back once it has been written.
@@ -117,28 +115,24 @@ func (s *Service) spool(body io.Reader) (*spooled, error) {
 	}
 	f, err := os.CreateTemp(s.opt.SpoolDir, "upload-*")
 	if err != nil {
-		return nil, errs.Wrap(errs.Other, err, "create upload spool file")
+		return nil, false, errs.Wrap(errs.Other, err, "create upload spool file")
 	}
-	sp := &spooled{f: f}
+	sp = &spooled{f: f}
 	w := io.MultiWriter(f, h)
 	if _, err := w.Write(head); err != nil {
 		sp.remove()
-		return nil, errs.Wrap(errs.Other, err, "write upload spool file")
+		return nil, false, errs.Wrap(errs.Other, err, "write upload spool file")
 	}
 	buf := bufpool.Get()
 	defer bufpool.Put(buf)
 	n, err := io.CopyBuffer(w, body, *buf)
 	sp.size = int64(len(head)) + n
-	switch {
-	case err != nil:
+	if err != nil {
 		sp.remove()
-		return nil, bodyError(err)
-	case sp.size > s.opt.MaxFileSize:
-		sp.remove()
-		return nil, tooLarge(s.opt.MaxFileSize)
+		return nil, false, bodyError(err)
 	}
 	sp.sum = hex.EncodeToString(h.Sum(nil))
-	return sp, nil
+	return sp, sp.size > max, nil
 }
 
 // fill reads into buf until it is full (nil error) or the body ends (io.EOF,

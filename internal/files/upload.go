@@ -82,58 +82,39 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 	if s.opt.Cluster.Ring().Len() == 0 {
 		return UploadResult{}, noHealthyNodes()
 	}
-	sp, err := s.spool(req.Body)
+	// A body larger than a chunk is stored as chunks while it streams; the
+	// spool holds only its first chunk and a byte.
+	limit := min(s.opt.MaxFileSize, s.opt.ChunkSize)
+	sp, over, err := s.spoolAtMost(req.Body, limit)
 	if err != nil {
 		return UploadResult{}, err
 	}
 	defer sp.remove()
 	s.opt.Events.Spooled(sp.f == nil)
+	if over {
+		if limit == s.opt.MaxFileSize {
+			return UploadResult{}, tooLarge(s.opt.MaxFileSize)
+		}
+		return s.uploadChunked(ctx, req, io.MultiReader(sp.reader(), req.Body))
+	}
 
 	// From here on the work is the cluster's, not the client's: finish it even
 	// if the client goes away, so no upload is left half-recorded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uploadTimeout)
 	defer cancel()
 
-	r := s.opt.Cluster.Ring()
-	if r.Len() == 0 {
-		return UploadResult{}, noHealthyNodes()
-	}
-	id := uuid.NewString()
-	rf := s.opt.ReplicationFactor
-	candidates := r.Preference(id, len(r.Nodes()))
-	plan := candidates[:min(rf, len(candidates))]
 	rec := meta.FileRecord{File: meta.File{
-		ID: id, Name: cleanFileName(req.FileName), ContentType: cleanContentType(req.ContentType),
-		SizeBytes: sp.size, Checksum: sp.sum, Status: meta.FilePending,
-		ReplicationFactor: rf, RingPosition: ring.Position(id), IdempotencyKey: req.IdempotencyKey,
+		ID: uuid.NewString(), Name: cleanFileName(req.FileName), ContentType: cleanContentType(req.ContentType),
+		IdempotencyKey: req.IdempotencyKey,
 	}}
-	for _, n := range plan {
-		rec.Replicas = append(rec.Replicas, meta.Replica{FileID: id, NodeID: n, Status: meta.ReplicaPending})
-	}
-	if err := s.opt.Store.CreateFile(ctx, &rec); err != nil {
+	w, err := s.storeBlob(ctx, &rec, sp)
+	if err != nil {
 		if req.IdempotencyKey != "" && errs.Is(err, errs.Conflict) {
-			return s.replay(ctx, req.IdempotencyKey, sp)
+			return s.replay(ctx, req.IdempotencyKey, sp.sum, sp.size)
 		}
 		return UploadResult{}, err
 	}
-	s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
-
-	stopTouch := s.keepAlive(ctx, id)
-	w := &uploadWrite{s: s, id: id, rec: &rec, sp: sp}
-	w.run(ctx, candidates)
-	stopTouch()
-
-	if w.primary == "" {
-		if err := s.opt.Store.DeleteFile(ctx, id); err != nil {
-			s.log.Error("upload failed and its PENDING row could not be removed; the repair loop will discard it", "file", id, "err", err)
-		}
-		s.log.Warn("upload failed: no storage node accepted the file", "file", id, "failures", w.reason())
-		return UploadResult{}, errs.E(errs.Unavailable, "no storage node accepted the file (%s)", w.reason())
-	}
-	w.finish(rf, len(candidates))
-	if err := s.opt.Store.UpdateFile(ctx, &rec); err != nil {
-		return UploadResult{}, errs.Wrap(errs.KindOf(err), err, "commit upload %s", id)
-	}
+	id := rec.ID
 	if sp.mem != nil && s.cacheable(rec.File) {
 		// These bytes were hashed to make the file's checksum, so they are
 		// verified by construction; the spool's buffer goes back to its pool,
@@ -146,8 +127,60 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 	return ResultOf(rec), nil
 }
 
+// storeBlob records rec (its ID, name, content type and idempotency key set
+// by the caller) as a PENDING blob of sp's bytes, writes the copies in
+// parallel (each failing over down the preference list of rec's own id;
+// the primary is the first node in ring order that took one) and commits
+// the outcome: ACTIVE with replication-factor copies, DEGRADED with fewer
+// (and the reason), or nothing at all when no node took the bytes. A whole
+// file and a chunk are stored alike. A Conflict from recording the PENDING
+// row is returned as it is, for the idempotency check.
+func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spooled) (*uploadWrite, error) {
+	r := s.opt.Cluster.Ring()
+	if r.Len() == 0 {
+		return nil, noHealthyNodes()
+	}
+	id := rec.ID
+	rf := s.opt.ReplicationFactor
+	candidates := r.Preference(id, len(r.Nodes()))
+	plan := candidates[:min(rf, len(candidates))]
+	rec.SizeBytes, rec.Checksum, rec.Status = sp.size, sp.sum, meta.FilePending
+	rec.ReplicationFactor, rec.RingPosition = rf, ring.Position(id)
+	rec.Replicas = nil
+	for _, n := range plan {
+		rec.Replicas = append(rec.Replicas, meta.Replica{FileID: id, NodeID: n, Status: meta.ReplicaPending})
+	}
+	if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
+		return nil, err
+	}
+	if rec.IsChunk() {
+		// A large upload's chunks are many; its part and session log the summary.
+		s.log.Debug("chunk upload started", "chunk", id, "parent", rec.Chunk.ParentID, "index", rec.Chunk.Index, "bytes", sp.size, "plan", plan)
+	} else {
+		s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
+	}
+
+	stopTouch := s.keepAlive(ctx, id)
+	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp}
+	w.run(ctx, candidates)
+	stopTouch()
+
+	if w.primary == "" {
+		if err := s.opt.Store.DeleteFile(ctx, id); err != nil {
+			s.log.Error("upload failed and its PENDING row could not be removed; the repair loop will discard it", "file", id, "err", err)
+		}
+		s.log.Warn("upload failed: no storage node accepted the file", "file", id, "failures", w.reason())
+		return nil, errs.E(errs.Unavailable, "no storage node accepted the file (%s)", w.reason())
+	}
+	w.finish(rf, len(candidates))
+	if err := s.opt.Store.UpdateFile(ctx, rec); err != nil {
+		return nil, errs.Wrap(errs.KindOf(err), err, "commit upload %s", id)
+	}
+	return w, nil
+}
+
 // replay answers a repeated Idempotency-Key with the first upload's result.
-func (s *Service) replay(ctx context.Context, key string, sp *spooled) (UploadResult, error) {
+func (s *Service) replay(ctx context.Context, key, sum string, size int64) (UploadResult, error) {
 	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
 	if err != nil {
 		return UploadResult{}, err
@@ -157,7 +190,7 @@ func (s *Service) replay(ctx context.Context, key string, sp *spooled) (UploadRe
 		return UploadResult{}, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
 	case prev.Status == meta.FileDeleted:
 		return UploadResult{}, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
-	case prev.Checksum != sp.sum || prev.SizeBytes != sp.size:
+	case prev.Checksum != sum || prev.SizeBytes != size:
 		return UploadResult{}, errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
 	}
 	res := ResultOf(prev)

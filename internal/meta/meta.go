@@ -83,9 +83,54 @@ type File struct {
 	ReplicationFactor int
 	RingPosition      int64  // ring.Position(ID), stored so joins can query key ranges
 	IdempotencyKey    string // empty when the upload carried none
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	Version           int64
+	// Chunk is set (a non-empty ParentID) on a chunk's row: a blob that is
+	// one piece of a larger file. ChunkCount is set on a chunked file's own row, its manifest,
+	// which has no copies and no blob of its own. Both are fixed when the
+	// row is created (UpdateFile does not change them).
+	Chunk      ChunkRef
+	ChunkCount int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Version    int64
+}
+
+// ChunkRef places a chunk in what it belongs to: a chunked file (after its
+// upload session completed) or an upload session's part (before).
+type ChunkRef struct {
+	ParentID string // the file's id, or the part's PartID
+	Part     int    // the part's position in the file; 0 before completion
+	Index    int    // the chunk's position in its part, from 0
+	Offset   int64  // where the chunk's bytes start in its file (in its part before completion)
+}
+
+// IsChunk reports whether f is a chunk's row.
+func (f File) IsChunk() bool { return f.Chunk.ParentID != "" }
+
+// Manifest reports whether f is a chunked file's own row.
+func (f File) Manifest() bool { return f.ChunkCount > 0 }
+
+// UploadSession is a resumable upload: parts are sent separately, then made
+// one file.
+type UploadSession struct {
+	ID             string // canonical lower-case UUID
+	FileName       string
+	ContentType    string
+	ExpectedSHA256 string // empty when the client gave none
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+}
+
+// UploadPart is one attempt at a session's part. Its chunks are the files
+// rows whose Chunk.ParentID is PartID.
+type UploadPart struct {
+	PartID    string // canonical lower-case UUID
+	SessionID string
+	Number    int // 1..10000
+	Done      bool
+	SizeBytes int64
+	SHA256    string
+	MD5       string
+	CreatedAt time.Time
 }
 
 // Replica is one copy of a file on one node.
@@ -103,6 +148,9 @@ type Replica struct {
 type FileRecord struct {
 	File
 	Replicas []Replica // ordered by node ID
+	// Chunks are a manifest's chunks in order, when the file service has
+	// loaded them (Store.ChunksOf); the store's own reads leave it nil.
+	Chunks []FileRecord
 }
 
 // FileQuery selects a page of files, newest first (created_at DESC, id DESC).
@@ -156,11 +204,13 @@ type Store interface {
 	// TouchFile sets a file's UpdatedAt to now without changing its version, so
 	// a long upload shows it is alive.
 	TouchFile(ctx context.Context, id string) error
-	// DeleteFile removes the file row and, by cascade, its replicas. Deleting
-	// an absent file is not an error.
+	// DeleteFile removes the file row and, by cascade, its replicas; the
+	// chunks of a manifest become DELETED in the same transaction (their
+	// copies DELETING), so the repair loop removes their blobs. Deleting an
+	// absent file is not an error.
 	DeleteFile(ctx context.Context, id string) error
 	// ListFiles returns one page of files (without replicas) and the total
-	// number of files matching q.Statuses.
+	// number of files matching q.Statuses. Chunks are not listed.
 	ListFiles(ctx context.Context, q FileQuery) ([]File, int, error)
 	// FileIDsOnNode lists the IDs of files with any replica row on nodeID
 	// (an indexed query, never a scan of all files).
@@ -169,6 +219,8 @@ type Store interface {
 	// UpdatedAt is before updatedBefore, in repair order: the fewest ACTIVE
 	// copies first, then the oldest UpdatedAt, then by ID. So a repair pass
 	// bounded by limit takes the files closest to loss before any other.
+	// Chunks are listed (each is a blob to repair); manifests only when
+	// DELETED (so that their delete is finished), since they have no blob.
 	FileIDsByStatus(ctx context.Context, statuses []FileStatus, updatedBefore time.Time, limit int) ([]string, error)
 	// FileIDsByRisk returns the files among ids, each once and leaving out
 	// those that do not exist, in repair order: the readable ones first
@@ -182,16 +234,16 @@ type Store interface {
 	// has are present.
 	RepairQueue(ctx context.Context) (map[int]int, error)
 	// FileIDsInRanges lists the IDs of files whose RingPosition lies in any of
-	// the ranges.
+	// the ranges; as FileIDsByStatus, chunks yes, manifests only when DELETED.
 	FileIDsInRanges(ctx context.Context, ranges []PositionRange) ([]string, error)
-	// CountFilesByStatus counts files per status.
+	// CountFilesByStatus counts files per status; chunks are not counted.
 	CountFilesByStatus(ctx context.Context) (map[FileStatus]int, error)
 	// FilesAfter returns up to limit files, every status included, whose IDs
 	// sort after after ("" = from the start), in increasing ID order, each
 	// with its replicas: one page of a walk over every file by its primary
 	// key, which is how the anti-entropy sweep reads the metadata. after must
 	// be empty or a canonical file ID (errs.Invalid otherwise); limit must be
-	// positive.
+	// positive. Chunks are included, manifests only when DELETED.
 	FilesAfter(ctx context.Context, after string, limit int) ([]FileRecord, error)
 
 	// GetState returns the value stored under key, or an errs.NotFound error.
@@ -243,6 +295,42 @@ type Store interface {
 	// in Go, so it is cheap enough to ask at every scrape (behind a short
 	// cache). Duplicate or unknown node IDs are harmless.
 	Durability(ctx context.Context, healthyNodes []string) (Durability, error)
+
+	// ChunksOf returns the chunks whose parent is parentID (a file or a
+	// part), with their replicas, ordered by part and index.
+	ChunksOf(ctx context.Context, parentID string) ([]FileRecord, error)
+
+	// CreateSession inserts an upload session. Conflict if its ID exists.
+	CreateSession(ctx context.Context, s *UploadSession) error
+	// GetSession returns a session and its finished parts by number.
+	// NotFound if there is no such session.
+	GetSession(ctx context.Context, id string) (UploadSession, []UploadPart, error)
+	// ListSessions returns up to limit sessions whose IDs sort after after
+	// ("" = from the start), in ID order.
+	ListSessions(ctx context.Context, after string, limit int) ([]UploadSession, error)
+	// ExpiredSessions lists up to limit IDs of sessions that expired before t.
+	ExpiredSessions(ctx context.Context, t time.Time, limit int) ([]string, error)
+	// BeginPart records an unfinished attempt at a part, before its chunks
+	// are written. NotFound if the session is gone.
+	BeginPart(ctx context.Context, p *UploadPart) error
+	// FinishPart marks the attempt p.PartID done with p's size and checksums
+	// and, in the same transaction, drops every other attempt at the same
+	// number, marking their chunks DELETED; it returns those chunks' IDs.
+	// NotFound if the session or the attempt is gone.
+	FinishPart(ctx context.Context, p *UploadPart) ([]string, error)
+	// CompleteSession makes the finished attempts partIDs, in that order,
+	// the chunks of manifest (inserted here, with ChunkCount set by the
+	// caller): each chunk's parent becomes the file, its Part the attempt's
+	// position from 1 and its Offset moves by the sizes of the parts before.
+	// The session, its other attempts' chunks (marked DELETED) and its part
+	// rows go in the same transaction; it returns the deleted chunks' IDs.
+	// NotFound if the session is gone; Invalid if a part ID is not one of
+	// its finished attempts.
+	CompleteSession(ctx context.Context, sessionID string, manifest *FileRecord, partIDs []string) ([]string, error)
+	// DeleteSession removes a session and its part rows and marks every
+	// chunk of its attempts DELETED, in one transaction, returning their
+	// IDs. Deleting an absent session is not an error.
+	DeleteSession(ctx context.Context, id string) ([]string, error)
 }
 
 // Durability is how safe the readable files are right now, counted by

@@ -51,6 +51,11 @@ func handlerAnswers() map[answer]bool {
 	// internal/files keeps this error unexported: an upload to an empty ring.
 	add(errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring"))
 	add(rebalance.DrainPlan{Node: "example", Reasons: []string{"example"}}.Refusal())
+	// The upload sessions' own codes (internal/files).
+	add(errs.WithCode(errs.NotFound, errs.CodeUploadNotFound, nil, "example"))
+	add(errs.WithCode(errs.Invalid, errs.CodeMissingPart, nil, "example"))
+	add(errs.WithCode(errs.Invalid, errs.CodePartOrder, nil, "example"))
+	add(errs.WithCode(errs.Invalid, errs.CodeChecksumMismatch, nil, "example"))
 	return out
 }
 
@@ -70,12 +75,22 @@ var codeBelongs = map[string]func(method, path string, op *openapi3.Operation) b
 	errs.CodeBucketExists:   func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "PUT /api/buckets/{bucket}" },
 	// Only a route behind requireToken checks a token, and the document
 	// says so with a security requirement.
-	errs.CodeUnauthorized:        func(_, _ string, op *openapi3.Operation) bool { return op.Security != nil && len(*op.Security) > 0 },
-	errs.CodeNoHealthyNodes:      func(m, p string, _ *openapi3.Operation) bool { return uploads(m, p) },
-	errs.CodeFileTooLarge:        func(m, p string, _ *openapi3.Operation) bool { return uploads(m, p) },
+	errs.CodeUnauthorized: func(_, _ string, op *openapi3.Operation) bool { return op.Security != nil && len(*op.Security) > 0 },
+	errs.CodeNoHealthyNodes: func(m, p string, _ *openapi3.Operation) bool {
+		return uploads(m, p) || m+" "+p == partPut
+	},
+	errs.CodeFileTooLarge: func(m, p string, _ *openapi3.Operation) bool {
+		return uploads(m, p) || m+" "+p == partPut
+	},
+	errs.CodeUploadNotFound:      func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{uploadId}") },
+	errs.CodeMissingPart:         func(_, path string, _ *openapi3.Operation) bool { return strings.HasSuffix(path, "/complete") },
+	errs.CodePartOrder:           func(_, path string, _ *openapi3.Operation) bool { return strings.HasSuffix(path, "/complete") },
 	errs.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return downloads(m, p) },
 	errs.CodeUnsafeDrain:         func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "DELETE /api/nodes/{nodeId}" },
 }
+
+// partPut is the operation that sends one part of an upload session.
+const partPut = "PUT /api/uploads/{uploadId}/parts/{partNumber}"
 
 // uploads and downloads say whether an operation stores or serves a file's
 // bytes: by id, or as a named object.

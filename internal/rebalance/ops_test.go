@@ -21,7 +21,7 @@ import (
 func TestRunsAreRecordedAsOperations(t *testing.T) {
 	tracker := ops.New(ops.Options{})
 	rg := ring.New(100, "n1")
-	b := New(Options{Store: &recordingStore{}, Reconciler: sizedReconciler{release: closed()}, Ring: func() *ring.Ring { return rg }, Ops: tracker})
+	b := New(Options{Store: &recordingStore{records: fourFiles()}, Reconciler: sizedReconciler{release: closed()}, Ring: func() *ring.Ring { return rg }, Ops: tracker})
 
 	_, err := b.Run(t.Context(), Manual, "")
 	require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestRunsAreRecordedAsOperations(t *testing.T) {
 		require.True(t, rep.Complete)
 	}
 
-	b = New(Options{Store: &recordingStore{}, Reconciler: busyReconciler{busy: "b"}, Ring: func() *ring.Ring { return rg }, Ops: tracker})
+	b = New(Options{Store: &recordingStore{records: fourFiles()}, Reconciler: busyReconciler{busy: "b"}, Ring: func() *ring.Ring { return rg }, Ops: tracker})
 	_, err = b.Run(t.Context(), Manual, "")
 	require.NoError(t, err)
 	last := tracker.List().Recent[0]
@@ -65,8 +65,8 @@ func TestRunsAreRecordedAsOperations(t *testing.T) {
 // A store whose listing fails ends the operation FAILED with the error.
 type failingStore struct{ recordingStore }
 
-func (*failingStore) ListFiles(context.Context, meta.FileQuery) ([]meta.File, int, error) {
-	return nil, 0, errors.New("metadata store down")
+func (*failingStore) FilesAfter(context.Context, string, int) ([]meta.FileRecord, error) {
+	return nil, errors.New("metadata store down")
 }
 
 func TestARunThatCannotListItsFilesFails(t *testing.T) {

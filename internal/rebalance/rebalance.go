@@ -42,10 +42,13 @@ const (
 
 // Report is the outcome of one run.
 type Report struct {
-	Trigger            Trigger  `json:"trigger"`
-	Node               string   `json:"node,omitempty"`
-	FilesScanned       int      `json:"filesScanned"`
-	FilesAffected      int      `json:"filesAffected"`
+	Trigger       Trigger `json:"trigger"`
+	Node          string  `json:"node,omitempty"`
+	FilesScanned  int     `json:"filesScanned"`
+	FilesAffected int     `json:"filesAffected"`
+	// ChunksMoved counts the affected blobs that are chunks of larger
+	// files; each is also counted in FilesAffected.
+	ChunksMoved        int      `json:"chunksMoved"`
 	CopiesCreated      int      `json:"copiesCreated"`
 	CopiesRemoved      int      `json:"copiesRemoved"`
 	PrimariesPromoted  int      `json:"primariesPromoted"`
@@ -89,7 +92,6 @@ type Store interface {
 	GetFile(ctx context.Context, id string) (meta.FileRecord, error)
 	FileIDsOnNode(ctx context.Context, nodeID string) ([]string, error)
 	FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange) ([]string, error)
-	ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, int, error)
 	FilesAfter(ctx context.Context, after string, limit int) ([]meta.FileRecord, error)
 }
 
@@ -208,20 +210,26 @@ func (b *Rebalancer) inRangesOf(ctx context.Context, node string) ([]string, err
 }
 
 func (b *Rebalancer) allFiles(ctx context.Context) ([]string, error) {
-	statuses := []meta.FileStatus{meta.FileActive, meta.FileDegraded, meta.FileRebalancing, meta.FileFailed, meta.FileDeleted}
+	// The walk over every blob by id: a chunked file's chunks are blobs of
+	// their own (the file list shows the file, not them), and PENDING
+	// uploads are left to their upload.
 	var ids []string
 	const page = 1000
-	for off := 0; ; off += page {
-		fs, _, err := b.o.Store.ListFiles(ctx, meta.FileQuery{Statuses: statuses, Offset: off, Limit: page})
+	after := ""
+	for {
+		recs, err := b.o.Store.FilesAfter(ctx, after, page)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range fs {
-			ids = append(ids, f.ID)
+		for _, r := range recs {
+			if r.Status != meta.FilePending {
+				ids = append(ids, r.ID)
+			}
 		}
-		if len(fs) < page {
+		if len(recs) < page {
 			return ids, nil
 		}
+		after = recs[len(recs)-1].ID
 	}
 }
 
@@ -258,7 +266,7 @@ func (b *Rebalancer) Run(ctx context.Context, trigger Trigger, node string) (Rep
 		msg, level = "rebalance cut short: some files were not reconciled and the run will be retried", slog.LevelWarn
 	}
 	b.log.Log(ctx, level, msg, "trigger", trigger, "node", node,
-		"scanned", rep.FilesScanned, "affected", rep.FilesAffected, "skipped", rep.FilesSkipped,
+		"scanned", rep.FilesScanned, "affected", rep.FilesAffected, "chunks", rep.ChunksMoved, "skipped", rep.FilesSkipped,
 		"created", rep.CopiesCreated, "removed", rep.CopiesRemoved,
 		"promoted", rep.PrimariesPromoted, "failures", rep.Failures,
 		"unrecoverable", len(rep.UnrecoverableFiles), "duration_ms", rep.DurationMs)
@@ -300,6 +308,7 @@ func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report,
 			op.Grow(len(ids))
 			rep := b.runFiles(ctx, trigger, "", ids, op)
 			total.FilesAffected += rep.FilesAffected
+			total.ChunksMoved += rep.ChunksMoved
 			total.CopiesCreated += rep.CopiesCreated
 			total.CopiesRemoved += rep.CopiesRemoved
 			total.PrimariesPromoted += rep.PrimariesPromoted
@@ -325,7 +334,7 @@ func (b *Rebalancer) RunMisplaced(ctx context.Context, trigger Trigger) (Report,
 		msg, level = "rebalance cut short: some files were not reconciled and the run will be retried", slog.LevelWarn
 	}
 	b.log.Log(ctx, level, msg, "trigger", trigger, "scope", "files misplaced on the current ring",
-		"scanned", total.FilesScanned, "affected", total.FilesAffected, "skipped", total.FilesSkipped,
+		"scanned", total.FilesScanned, "affected", total.FilesAffected, "chunks", total.ChunksMoved, "skipped", total.FilesSkipped,
 		"created", total.CopiesCreated, "removed", total.CopiesRemoved, "failures", total.Failures,
 		"unrecoverable", len(total.UnrecoverableFiles), "duration_ms", total.DurationMs)
 	return total, nil
@@ -404,6 +413,9 @@ func (b *Rebalancer) runFiles(ctx context.Context, trigger Trigger, node string,
 				}
 				if out.Changed || out.CopiesCreated > 0 || out.CopiesRemoved > 0 {
 					rep.FilesAffected++
+					if out.Chunk {
+						rep.ChunksMoved++
+					}
 				}
 				rep.CopiesCreated += out.CopiesCreated
 				rep.CopiesRemoved += out.CopiesRemoved
@@ -509,6 +521,7 @@ func (b *Rebalancer) Drain(ctx context.Context, node string) (DrainReport, error
 			total.FilesScanned = rep.FilesScanned
 		}
 		total.FilesAffected += rep.FilesAffected
+		total.ChunksMoved += rep.ChunksMoved
 		total.CopiesCreated += rep.CopiesCreated
 		total.CopiesRemoved += rep.CopiesRemoved
 		total.PrimariesPromoted += rep.PrimariesPromoted

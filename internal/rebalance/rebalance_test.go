@@ -46,9 +46,14 @@ func (s *recordingStore) FileIDsInRanges(_ context.Context, r []meta.PositionRan
 	return []string{"b", "c"}, nil
 }
 
-func (s *recordingStore) ListFiles(context.Context, meta.FileQuery) ([]meta.File, int, error) {
-	s.record("scan")
-	return []meta.File{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}, 4, nil
+// fourFiles are the files a manual run's walk finds; a PENDING upload is
+// not one of them.
+func fourFiles() []meta.FileRecord {
+	var out []meta.FileRecord
+	for _, id := range []string{"a", "b", "c", "d"} {
+		out = append(out, meta.FileRecord{File: meta.File{ID: id, Status: meta.FileActive}})
+	}
+	return append(out, meta.FileRecord{File: meta.File{ID: "e", Status: meta.FilePending}})
 }
 
 func (s *recordingStore) FilesAfter(_ context.Context, after string, limit int) ([]meta.FileRecord, error) {
@@ -88,12 +93,12 @@ func TestEachTriggerVisitsOnlyItsFiles(t *testing.T) {
 		{Joined, []string{"in-ranges"}, []string{"b", "c"}},
 		// A recovery does both, each file once.
 		{Recovered, []string{"on-node n2", "in-ranges"}, []string{"a", "b", "c"}},
-		// Only a manual run scans.
-		{Manual, []string{"scan"}, []string{"a", "b", "c", "d"}},
+		// Only a manual run walks every blob.
+		{Manual, []string{"files-after "}, []string{"a", "b", "c", "d"}},
 	}
 	for _, c := range cases {
 		t.Run(string(c.trigger), func(t *testing.T) {
-			st := &recordingStore{}
+			st := &recordingStore{records: fourFiles()}
 			rec := &countingReconciler{}
 			var reports []Report
 			b := New(Options{Store: st, Reconciler: rec, Ring: func() *ring.Ring { return rg }, OnReport: func(r Report) { reports = append(reports, r) }})
@@ -227,7 +232,7 @@ func (r busyReconciler) Reconcile(_ context.Context, id string) (reconcile.Outco
 func TestSkippedFilesMakeARunIncomplete(t *testing.T) {
 	rg := ring.New(100, "n1")
 	run := func(ctx context.Context, r Reconciler) Report {
-		b := New(Options{Store: &recordingStore{}, Reconciler: r, Ring: func() *ring.Ring { return rg }})
+		b := New(Options{Store: &recordingStore{records: fourFiles()}, Reconciler: r, Ring: func() *ring.Ring { return rg }})
 		rep, err := b.Run(ctx, Manual, "")
 		require.NoError(t, err)
 		return rep

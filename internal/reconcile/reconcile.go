@@ -131,6 +131,9 @@ type Outcome struct {
 	// unavailable for a moment. The work is still to be done.
 	Busy             bool
 	RemainingHolders []string
+	// Chunk says the blob is a chunk of a larger file (rebalance reports
+	// count them); the reconciler treats it as any blob.
+	Chunk bool
 }
 
 // maxAttempts bounds the re-read-and-re-apply loop when another writer
@@ -209,11 +212,21 @@ func (r *Reconciler) once(ctx context.Context, id string, extra []string) (Outco
 	if err != nil {
 		return Outcome{FileID: id}, err
 	}
-	switch rec.Status {
-	case meta.FilePending:
-		return Outcome{FileID: id, Status: rec.Status, Skipped: true}, nil
-	case meta.FileDeleted:
+	out, err := r.apply(ctx, rec, extra)
+	out.Chunk = rec.IsChunk()
+	return out, err
+}
+
+// apply is once's work on the record it read.
+func (r *Reconciler) apply(ctx context.Context, rec meta.FileRecord, extra []string) (Outcome, error) {
+	id := rec.ID
+	switch {
+	case rec.Status == meta.FileDeleted:
 		return r.finishDelete(ctx, rec, extra)
+	case rec.Status == meta.FilePending, rec.Manifest():
+		// A manifest has no blob to place: its chunks are blobs of their
+		// own, each reconciled by its id. Only its delete is finished here.
+		return Outcome{FileID: id, Status: rec.Status, Skipped: true}, nil
 	}
 
 	p := r.plan(ctx, rec, extra)

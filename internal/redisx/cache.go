@@ -240,17 +240,57 @@ func (s *CachedStore) TouchFile(ctx context.Context, id string) error {
 
 // DeleteFile deletes the file, then drops its cached record.
 func (s *CachedStore) DeleteFile(ctx context.Context, id string) error {
+	// A manifest's delete marks its chunks DELETED too: read which they are
+	// first, to drop them after.
+	chunks, _ := s.Store.ChunksOf(ctx, id)
 	err := s.Store.DeleteFile(ctx, id)
 	s.invalidate(ctx, id)
+	for _, c := range chunks {
+		s.invalidate(ctx, c.ID)
+	}
 	return err
+}
+
+// FinishPart marks the chunks of the attempts it replaces DELETED, then
+// drops them from the cache.
+func (s *CachedStore) FinishPart(ctx context.Context, p *meta.UploadPart) ([]string, error) {
+	ids, err := s.Store.FinishPart(ctx, p)
+	s.invalidateAll(ctx, ids)
+	return ids, err
+}
+
+// CompleteSession moves the kept chunks into the new file and marks the
+// others DELETED, then drops all of them from the cache.
+func (s *CachedStore) CompleteSession(ctx context.Context, sessionID string, manifest *meta.FileRecord, partIDs []string) ([]string, error) {
+	ids, err := s.Store.CompleteSession(ctx, sessionID, manifest, partIDs)
+	s.invalidateAll(ctx, ids)
+	if err == nil {
+		kept, _ := s.Store.ChunksOf(ctx, manifest.ID)
+		for _, c := range kept {
+			s.invalidate(ctx, c.ID)
+		}
+	}
+	return ids, err
+}
+
+// DeleteSession marks the session's chunks DELETED, then drops them from
+// the cache.
+func (s *CachedStore) DeleteSession(ctx context.Context, id string) ([]string, error) {
+	ids, err := s.Store.DeleteSession(ctx, id)
+	s.invalidateAll(ctx, ids)
+	return ids, err
+}
+
+func (s *CachedStore) invalidateAll(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		s.invalidate(ctx, id)
+	}
 }
 
 // MarkNodeCopiesLost changes many file records at once, then drops each of
 // them from the cache.
 func (s *CachedStore) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
 	ids, err := s.Store.MarkNodeCopiesLost(ctx, nodeID, reason)
-	for _, id := range ids {
-		s.invalidate(ctx, id)
-	}
+	s.invalidateAll(ctx, ids)
 	return ids, err
 }

@@ -69,7 +69,7 @@ func toS3(err error) *Error {
 		return errNoSuchKey
 	case errs.CodeBucketNotEmpty:
 		return errBucketNotEmpt
-	case errs.CodeMultipartNotFound:
+	case errs.CodeMultipartNotFound, errs.CodeUploadNotFound:
 		return errNoSuchUpload
 	}
 	switch errs.KindOf(err) {

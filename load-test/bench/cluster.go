@@ -54,8 +54,9 @@ func (b *bench) startCluster(ctx context.Context, name string, nodes int, extra 
 // node's settings (before -node-env, which wins).
 func (b *bench) startClusterWith(ctx context.Context, name string, nodes int, nodeExtra []string, extra ...string) (*benchCluster, error) {
 	dir := filepath.Join(b.root, name)
+	// Room for the largest file the bench sends (a 4 GiB -rss-size).
 	env := append([]string{
-		"MAX_FILE_SIZE=2GiB",
+		"MAX_FILE_SIZE=" + strconv.FormatInt(max(2<<30, b.rssSize, b.largeSize), 10),
 		"LOG_LEVEL=" + b.logLevel,
 		// A fast detector only shortens the wait for a joining node; no
 		// node fails during the bench.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -32,6 +33,7 @@ const (
 	dfsCachedP     = "dfs.download4k-cached.p"
 	dfsBigUp       = "dfs.upload-large.mbps"
 	dfsBigDown     = "dfs.download-large.mbps"
+	dfsBigParts    = "dfs.upload-large-4parts.mbps"
 	dfsRSSCoord    = "dfs.rss.coordinator"
 	dfsRSSNode     = "dfs.rss.node"
 	dfsRSSUpload   = "dfs.rss.upload.mbps"
@@ -334,6 +336,19 @@ func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
 		if _, err := bc.api.Delete(ctx, res.FileID); err != nil {
 			return err
 		}
+		block[0] = byte(run) + 128
+		mbps, err = timedBytes(b.largeSize, func() error {
+			var err error
+			res, err = parallelParts(ctx, bc.api, block, b.largeSize, 4)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("4-part upload of %s: %w", sizeText(b.largeSize), err)
+		}
+		s.add(dfsBigParts, "MB/s", mbps)
+		if _, err := bc.api.Delete(ctx, res.FileID); err != nil {
+			return err
+		}
 	}
 	for run := range b.runs {
 		if !doRSS {
@@ -347,11 +362,37 @@ func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
 	figs := s.figures()
 	rename(figs, dfsBigUp, sizeText(b.largeSize)+" upload")
 	rename(figs, dfsBigDown, sizeText(b.largeSize)+" download")
+	rename(figs, dfsBigParts, sizeText(b.largeSize)+" upload, 4 session parts at once")
 	rename(figs, dfsRSSCoord, "coordinator peak RSS, "+sizeText(b.rssSize)+" upload")
 	rename(figs, dfsRSSNode, "largest node peak RSS, same upload")
 	rename(figs, dfsRSSUpload, sizeText(b.rssSize)+" upload")
 	b.res.addFigures(figs)
 	return nil
+}
+
+// parallelParts uploads size bytes of the repeated block as an upload
+// session of n equal parts sent at once, then completes it.
+func parallelParts(ctx context.Context, api *client.Client, block []byte, size int64, n int) (client.UploadResult, error) {
+	sess, err := api.CreateUpload(ctx, "parts.bin", "", "")
+	if err != nil {
+		return client.UploadResult{}, err
+	}
+	part := (size + int64(n) - 1) / int64(n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			length := min(part, size-int64(i)*part)
+			// Each part starts where its bytes start in the repeated block.
+			r := &repeatReader{buf: block, off: int((int64(i) * part) % int64(len(block)))}
+			_, errs[i] = api.PutPart(ctx, sess.UploadID, i+1, io.LimitReader(r, length), length)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return client.UploadResult{}, err
+	}
+	return api.CompleteUpload(ctx, sess.UploadID)
 }
 
 // rssRun uploads b.rssSize bytes and records the peak RSS (VmHWM, reset

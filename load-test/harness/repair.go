@@ -105,15 +105,15 @@ func RepairCheck(ctx context.Context, env *Env, files []Acked, wait time.Duratio
 			return
 		}
 		env.Rec.OK(KindVerify, start, 0, "")
+		if verifiedIntact(v, rep.RF) && v.Checksum == a.Checksum {
+			rep.Verified++
+			return
+		}
 		okCopies := 0
 		for _, c := range v.Copies {
 			if c.Result == client.CheckOK && !c.Rebuilt {
 				okCopies++
 			}
-		}
-		if okCopies == rep.RF && len(v.Copies) == rep.RF && v.Checksum == a.Checksum {
-			rep.Verified++
-			return
 		}
 		bad(fmt.Sprintf("%s: verify: status %s, %d copies, %d OK and not rebuilt: %+v", a.ID, v.Status, len(v.Copies), okCopies, v.Copies))
 	})
@@ -129,16 +129,55 @@ func activeWithRF(ctx context.Context, c *client.Client, id string, rf int) (boo
 	if err != nil {
 		return false, "metadata: " + Classify(err)
 	}
-	active := 0
-	for _, r := range f.Replicas {
-		if r.Status == client.CopyActive {
-			active++
+	active := countActive(f.Replicas)
+	if len(f.Chunks) > 0 {
+		// A chunked file has no copies of its own: each chunk has rf.
+		for _, c := range f.Chunks {
+			if n := countActive(c.Replicas); n != rf {
+				return false, fmt.Sprintf("status %s, chunk %d with %d active copies", f.Status, c.Index, n)
+			}
 		}
+		active = rf
 	}
 	if f.Status == client.FileActive && active == rf {
 		return true, ""
 	}
 	return false, fmt.Sprintf("status %s with %d active copies of %d listed", f.Status, active, len(f.Replicas))
+}
+
+func countActive(rs []client.Replica) int {
+	n := 0
+	for _, r := range rs {
+		if r.Status == client.CopyActive {
+			n++
+		}
+	}
+	return n
+}
+
+// intact reports whether copies are rf copies all found OK and none rebuilt.
+func intact(copies []client.CopyCheck, rf int) bool {
+	ok := 0
+	for _, c := range copies {
+		if c.Result == client.CheckOK && !c.Rebuilt {
+			ok++
+		}
+	}
+	return ok == rf && len(copies) == rf
+}
+
+// verifiedIntact is intact for a file's copies or, for a chunked file
+// (which has none of its own), for every chunk's.
+func verifiedIntact(v client.VerifyResult, rf int) bool {
+	if len(v.Chunks) == 0 {
+		return intact(v.Copies, rf)
+	}
+	for _, c := range v.Chunks {
+		if !intact(c.Copies, rf) {
+			return false
+		}
+	}
+	return true
 }
 
 // each runs fn for every file, n at a time, until ctx ends.

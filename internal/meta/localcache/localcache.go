@@ -144,11 +144,41 @@ func (s *Store) TouchFile(ctx context.Context, id string) error {
 	return s.Store.TouchFile(ctx, id)
 }
 
-// DeleteFile implements meta.Store.
+// DeleteFile implements meta.Store. Deleting a manifest also changes its
+// chunks' records, so then every record held is dropped.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
+	if rec, err := s.Store.GetFile(ctx, id); err == nil && rec.Manifest() {
+		s.invalidateAll()
+		defer s.invalidateAll()
+		return s.Store.DeleteFile(ctx, id)
+	}
 	s.invalidate(id)
 	defer s.invalidate(id)
 	return s.Store.DeleteFile(ctx, id)
+}
+
+// FinishPart implements meta.Store; it changes the records of the chunks
+// of the attempts it replaces.
+func (s *Store) FinishPart(ctx context.Context, p *meta.UploadPart) ([]string, error) {
+	s.invalidateAll()
+	defer s.invalidateAll()
+	return s.Store.FinishPart(ctx, p)
+}
+
+// CompleteSession implements meta.Store; it changes the records of every
+// chunk of the session.
+func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest *meta.FileRecord, partIDs []string) ([]string, error) {
+	s.invalidateAll()
+	defer s.invalidateAll()
+	return s.Store.CompleteSession(ctx, sessionID, manifest, partIDs)
+}
+
+// DeleteSession implements meta.Store; it changes the records of every
+// chunk of the session.
+func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) {
+	s.invalidateAll()
+	defer s.invalidateAll()
+	return s.Store.DeleteSession(ctx, id)
 }
 
 // MarkNodeCopiesLost implements meta.Store. It changes records it cannot

@@ -180,12 +180,13 @@ func TestZeroEntriesIsNoCache(t *testing.T) {
 // changes file records (Store must override it and drop what it cached, and
 // FileWritesAreReadBack in metatest must cover it) or passes through.
 func TestEveryStoreMethodIsDecided(t *testing.T) {
-	cached := []string{"GetFile", "CreateFile", "UpdateFile", "TouchFile", "DeleteFile", "MarkNodeCopiesLost"}
+	cached := []string{"GetFile", "CreateFile", "UpdateFile", "TouchFile", "DeleteFile", "MarkNodeCopiesLost",
+		"FinishPart", "CompleteSession", "DeleteSession"}
 	passThrough := []string{
 		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",
 		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
 		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
-		"Durability",
+		"Durability", "ChunksOf", "CreateSession", "GetSession", "ListSessions", "ExpiredSessions", "BeginPart",
 		"FileIDsByRisk", "RepairQueue",
 	}
 	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))

@@ -80,6 +80,12 @@ func Run(t *testing.T, open Opener) {
 		{"FileWritesAreReadBack", testFileWritesAreReadBack},
 		{"TimestampsRoundTrip", testTimestampsRoundTrip},
 		{"CanceledContext", testCanceledContext},
+		{"ChunkedFileLifecycle", testChunkedFileLifecycle},
+		{"ChunkedManifestDeletedIsWalked", testChunkedManifestDeletedIsWalked},
+		{"PartReplacement", testPartReplacement},
+		{"SessionExpiryAndDelete", testSessionExpiryAndDelete},
+		{"ChunkValidation", testChunkValidation},
+		{"ChunkWritesAreReadBack", testChunkWritesAreReadBack},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

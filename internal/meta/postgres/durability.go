@@ -24,7 +24,7 @@ const (
 				SELECT node_id FROM storage_nodes WHERE NOT (node_id = ANY($1)))
 			GROUP BY r.file_id)
 		`
-	readableFiles = `f.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')`
+	readableFiles = `f.chunk_count = 0 AND f.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')`
 
 	sqlDurabilityByActive = `SELECT f.active_copies, count(*),
 			COALESCE(sum(f.size_bytes) FILTER (WHERE f.active_copies < f.replication_factor), 0)::bigint

@@ -18,11 +18,13 @@ import (
 // empty, scan into plain strings.
 const fileColumns = `f.id::text, f.file_name, f.content_type, f.size_bytes, COALESCE(f.checksum, ''), f.status,
 	COALESCE(f.status_reason, ''), COALESCE(f.primary_node_id, ''), f.replication_factor, f.ring_position,
-	COALESCE(f.idempotency_key, ''), f.created_at, f.updated_at, f.version`
+	COALESCE(f.idempotency_key, ''), f.created_at, f.updated_at, f.version,
+	COALESCE(f.parent_id::text, ''), f.chunk_part, f.chunk_index, f.chunk_offset, f.chunk_count`
 
 func fileDest(f *meta.File, status *string) []any {
 	return []any{&f.ID, &f.Name, &f.ContentType, &f.SizeBytes, &f.Checksum, status, &f.StatusReason,
-		&f.PrimaryNodeID, &f.ReplicationFactor, &f.RingPosition, &f.IdempotencyKey, &f.CreatedAt, &f.UpdatedAt, &f.Version}
+		&f.PrimaryNodeID, &f.ReplicationFactor, &f.RingPosition, &f.IdempotencyKey, &f.CreatedAt, &f.UpdatedAt, &f.Version,
+		&f.Chunk.ParentID, &f.Chunk.Part, &f.Chunk.Index, &f.Chunk.Offset, &f.ChunkCount}
 }
 
 func finishFile(f *meta.File, status string) {
@@ -123,11 +125,7 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	c.Version = 1
 	err := s.tx(ctx, "create file "+c.ID, func(ctx context.Context, tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status, status_reason,
-				primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), $12, $13, 1)`,
-			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
-			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, c.CreatedAt, c.UpdatedAt)
+		insertFile(b, &c)
 		for i := range c.Replicas {
 			r := &c.Replicas[i]
 			r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
@@ -143,6 +141,18 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	}
 	*rec = c
 	return nil
+}
+
+// insertFile queues the insert of c's file row.
+func insertFile(b *pgx.Batch, c *meta.FileRecord) {
+	b.Queue(`INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status, status_reason,
+			primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version,
+			parent_id, chunk_part, chunk_index, chunk_offset, chunk_count)
+		VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), $12, $13, 1,
+			NULLIF($14, '')::uuid, $15, $16, $17, $18)`,
+		c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
+		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, c.CreatedAt, c.UpdatedAt,
+		c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount)
 }
 
 func insertReplica(b *pgx.Batch, r *meta.Replica) {
@@ -252,8 +262,11 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	if !rules.CanonicalFileID(id) {
 		return nil
 	}
-	return s.run(ctx, "delete file "+id, func(ctx context.Context, c *pgxpool.Conn) error {
-		_, err := c.Exec(ctx, `DELETE FROM files WHERE id = $1`, id)
+	return s.tx(ctx, "delete file "+id, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := deleteChunks(ctx, tx, `parent_id = $2`, id); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM files WHERE id = $1`, id)
 		return err
 	})
 }
@@ -270,11 +283,11 @@ func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, i
 	files := []meta.File{}
 	var total int
 	err = s.snapshot(ctx, "list files", func(ctx context.Context, tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM files WHERE status = ANY($1)`, statuses).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM files WHERE status = ANY($1) AND parent_id IS NULL`, statuses).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT `+fileColumns+` FROM files f
-			WHERE f.status = ANY($1)
+			WHERE f.status = ANY($1) AND f.parent_id IS NULL
 			ORDER BY f.created_at DESC, f.id DESC
 			OFFSET $2 LIMIT $3`, statuses, q.Offset, q.Limit)
 		if err != nil {
@@ -297,6 +310,10 @@ func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, i
 	}
 	return files, total, nil
 }
+
+// blobRows leaves out the manifests that have nothing for the blob walks to
+// do: a manifest has no blob, and only its delete is left to finish.
+const blobRows = `(chunk_count = 0 OR status = 'DELETED')`
 
 // collectIDs runs a query whose one column is a file ID.
 func (s *Store) collectIDs(ctx context.Context, op, query string, args ...any) ([]string, error) {
@@ -333,7 +350,7 @@ func (s *Store) FileIDsByStatus(ctx context.Context, statuses []meta.FileStatus,
 		return nil, errs.E(errs.Invalid, "limit %d is below 1", limit)
 	}
 	return s.collectIDs(ctx, "list files by status",
-		`SELECT id::text FROM files WHERE status = ANY($1) AND updated_at < $2
+		`SELECT id::text FROM files WHERE status = ANY($1) AND updated_at < $2 AND `+blobRows+`
 		ORDER BY active_copies, updated_at, id LIMIT $3`, ss, rules.Time(updatedBefore), limit)
 }
 
@@ -355,6 +372,7 @@ func (s *Store) FileIDsInRanges(ctx context.Context, ranges []meta.PositionRange
 	return s.collectIDs(ctx, "list files in ring ranges",
 		`SELECT f.id::text FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
 		JOIN files f ON f.ring_position BETWEEN r.lo AND r.hi
+		WHERE `+blobRows+`
 		ORDER BY f.ring_position, f.id`, lo, hi)
 }
 
@@ -366,7 +384,7 @@ func (s *Store) CountFilesByStatus(ctx context.Context) (map[meta.FileStatus]int
 		counts[st] = 0
 	}
 	err := s.run(ctx, "count files by status", func(ctx context.Context, c *pgxpool.Conn) error {
-		rows, err := c.Query(ctx, `SELECT status, count(*) FROM files GROUP BY status`)
+		rows, err := c.Query(ctx, `SELECT status, count(*) FROM files WHERE parent_id IS NULL GROUP BY status`)
 		if err != nil {
 			return err
 		}
@@ -435,47 +453,55 @@ func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta
 	if err := rules.CheckFilesAfter(after, limit); err != nil {
 		return nil, err
 	}
-	where, args := `TRUE`, []any{limit}
+	where, args := blobRows, []any{limit}
 	if after != "" {
-		where, args = `id > $2::uuid`, append(args, after)
+		where, args = `id > $2::uuid AND `+blobRows, append(args, after)
 	}
 	out := []meta.FileRecord{}
 	err := s.run(ctx, "list files after "+after, func(ctx context.Context, c *pgxpool.Conn) error {
-		out = out[:0]
-		rows, err := c.Query(ctx, `SELECT `+fileColumns+`,
+		var err error
+		out, err = queryRecords(ctx, c, `SELECT `+fileColumns+`,
 				r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
 			FROM (SELECT * FROM files WHERE `+where+` ORDER BY id LIMIT $1) f
 			LEFT JOIN file_replicas r ON r.file_id = f.id
 			ORDER BY f.id, r.node_id`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f meta.File
-			var status string
-			var rID, rVersion *int64
-			var rNode, rStatus *string
-			var rCreated, rUpdated *time.Time
-			if err := rows.Scan(append(fileDest(&f, &status), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-				return err
-			}
-			finishFile(&f, status)
-			if n := len(out); n == 0 || out[n-1].ID != f.ID {
-				out = append(out, meta.FileRecord{File: f})
-			}
-			if rID == nil {
-				continue
-			}
-			rec := &out[len(out)-1]
-			rec.Replicas = append(rec.Replicas, meta.Replica{
-				ID: *rID, FileID: f.ID, NodeID: *rNode, Status: meta.ReplicaStatus(*rStatus),
-				CreatedAt: rules.Time(*rCreated), UpdatedAt: rules.Time(*rUpdated), Version: *rVersion,
-			})
-		}
-		return rows.Err()
+		return err
 	})
 	return out, err
+}
+
+// queryRecords runs a query of fileColumns and one replica's columns per
+// row, ordered by file, and gathers each file's replicas.
+func queryRecords(ctx context.Context, c *pgxpool.Conn, query string, args ...any) ([]meta.FileRecord, error) {
+	rows, err := c.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []meta.FileRecord{}
+	for rows.Next() {
+		var f meta.File
+		var status string
+		var rID, rVersion *int64
+		var rNode, rStatus *string
+		var rCreated, rUpdated *time.Time
+		if err := rows.Scan(append(fileDest(&f, &status), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+			return nil, err
+		}
+		finishFile(&f, status)
+		if n := len(out); n == 0 || out[n-1].ID != f.ID {
+			out = append(out, meta.FileRecord{File: f})
+		}
+		if rID == nil {
+			continue
+		}
+		rec := &out[len(out)-1]
+		rec.Replicas = append(rec.Replicas, meta.Replica{
+			ID: *rID, FileID: f.ID, NodeID: *rNode, Status: meta.ReplicaStatus(*rStatus),
+			CreatedAt: rules.Time(*rCreated), UpdatedAt: rules.Time(*rUpdated), Version: *rVersion,
+		})
+	}
+	return out, rows.Err()
 }
 
 // GetState returns the value stored under key.

@@ -16,7 +16,7 @@ const (
 	sqlFileIDsByRisk = `SELECT id::text FROM files WHERE id = ANY($1::uuid[])
 		ORDER BY status IN ('PENDING', 'DELETED'), active_copies, updated_at, id`
 	sqlRepairQueue = `SELECT active_copies, count(*) FROM files
-		WHERE status IN ('DEGRADED', 'FAILED') GROUP BY active_copies`
+		WHERE status IN ('DEGRADED', 'FAILED') AND chunk_count = 0 GROUP BY active_copies`
 )
 
 // FileIDsByRisk orders the existing files among ids for repair.

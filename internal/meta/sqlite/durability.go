@@ -31,7 +31,7 @@ const (
 				SELECT node_id FROM storage_nodes WHERE node_id NOT IN (SELECT value FROM json_each(?1)))
 			GROUP BY r.file_id)
 		`
-	readableFiles = `f.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')`
+	readableFiles = `f.chunk_count = 0 AND f.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')`
 
 	// Grouped by status too, so that the groups follow the index's order.
 	sqlDurabilityByActive = `SELECT f.active_copies, count(*),

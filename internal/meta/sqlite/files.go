@@ -16,8 +16,9 @@ import (
 // stmtSet); a query outside writeQueries runs unprepared.
 const (
 	sqlInsertFile = `INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status,
-				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version)
-			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1)`
+				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version,
+				parent_id, chunk_part, chunk_index, chunk_offset, chunk_count)
+			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1, NULLIF(?, ''), ?, ?, ?, ?)`
 	sqlInsertReplica = `INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?)`
 	sqlUpdateFile = `UPDATE files
@@ -41,7 +42,8 @@ var writeQueries = []string{sqlInsertFile, sqlInsertReplica, sqlUpdateFile, sqlR
 // empty, scan into plain strings.
 const fileColumns = `f.id, f.file_name, f.content_type, f.size_bytes, COALESCE(f.checksum, ''), f.status,
 	COALESCE(f.status_reason, ''), COALESCE(f.primary_node_id, ''), f.replication_factor, f.ring_position,
-	COALESCE(f.idempotency_key, ''), f.created_at, f.updated_at, f.version`
+	COALESCE(f.idempotency_key, ''), f.created_at, f.updated_at, f.version,
+	COALESCE(f.parent_id, ''), f.chunk_part, f.chunk_index, f.chunk_offset, f.chunk_count`
 
 // fileRow receives fileColumns.
 type fileRow struct {
@@ -53,7 +55,8 @@ type fileRow struct {
 func (r *fileRow) dest() []any {
 	f := &r.f
 	return []any{&f.ID, &f.Name, &f.ContentType, &f.SizeBytes, &f.Checksum, &r.status, &f.StatusReason,
-		&f.PrimaryNodeID, &f.ReplicationFactor, &f.RingPosition, &f.IdempotencyKey, &r.created, &r.updated, &f.Version}
+		&f.PrimaryNodeID, &f.ReplicationFactor, &f.RingPosition, &f.IdempotencyKey, &r.created, &r.updated, &f.Version,
+		&f.Chunk.ParentID, &f.Chunk.Part, &f.Chunk.Index, &f.Chunk.Offset, &f.ChunkCount}
 }
 
 func (r *fileRow) file() meta.File {
@@ -159,6 +162,7 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 		if _, err := s.ws.exec(ctx, tx, sqlInsertFile,
 			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
+			c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount,
 		); err != nil {
 			return err
 		}
@@ -311,6 +315,9 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 		return nil
 	}
 	return s.writeTx(ctx, "delete file "+id, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := deleteChunks(ctx, tx, `parent_id = ?`, id); err != nil {
+			return err
+		}
 		_, err := s.ws.exec(ctx, tx, sqlDeleteFile, id)
 		return err
 	})
@@ -343,11 +350,11 @@ func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, i
 	files := []meta.File{}
 	var total int
 	err = s.readTx(ctx, "list files", func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files WHERE status IN (`+in+`)`, args...).Scan(&total); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files WHERE status IN (`+in+`) AND parent_id IS NULL`, args...).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+fileColumns+` FROM files f
-			WHERE f.status IN (`+in+`)
+			WHERE f.status IN (`+in+`) AND f.parent_id IS NULL
 			ORDER BY f.created_at DESC, f.id DESC
 			LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
 		if err != nil {
@@ -386,12 +393,17 @@ func (s *Store) collectIDs(ctx context.Context, ids []string, query string, args
 	return ids, rows.Err()
 }
 
+// blobRows leaves out the manifests that have nothing for the blob walks to
+// do: a manifest has no blob, and only its delete is left to finish. The
+// unary + keeps SQLite from answering the walks through other indexes.
+const blobRows = `(+chunk_count = 0 OR +status = 'DELETED')`
+
 // The queries whose plans must use an index (plan_test.go checks them).
 const fileIDsOnNodeSQL = `SELECT DISTINCT file_id FROM file_replicas WHERE node_id = ? ORDER BY file_id`
 
 func fileIDsByStatusSQL(statuses int) string {
 	return `SELECT id FROM files
-		WHERE status IN (` + placeholders(statuses) + `) AND updated_at < ?
+		WHERE status IN (` + placeholders(statuses) + `) AND updated_at < ? AND ` + blobRows + `
 		ORDER BY active_copies, updated_at, id LIMIT ?`
 }
 
@@ -399,6 +411,7 @@ func fileIDsInRangesSQL(intervals int) string {
 	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", intervals), ", ")
 	return `WITH r(lo, hi) AS (VALUES ` + values + `)
 		SELECT f.id FROM r JOIN files f ON f.ring_position BETWEEN r.lo AND r.hi
+		WHERE ` + blobRows + `
 		ORDER BY f.ring_position, f.id`
 }
 
@@ -461,7 +474,7 @@ func (s *Store) CountFilesByStatus(ctx context.Context) (map[meta.FileStatus]int
 	for _, st := range rules.FileStatuses() {
 		counts[st] = 0
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT status, count(*) FROM files GROUP BY status`)
+	rows, err := s.read.QueryContext(ctx, `SELECT status, count(*) FROM files WHERE parent_id IS NULL GROUP BY status`)
 	if err != nil {
 		return nil, fail(ctx, err, "count files by status")
 	}
@@ -538,7 +551,7 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 // UUID text, which sorts as their bytes do.
 const sqlFilesAfter = `SELECT ` + fileColumns + `,
 		r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
-	FROM (SELECT * FROM files WHERE id > ? ORDER BY id LIMIT ?) f
+	FROM (SELECT * FROM files WHERE id > ? AND ` + blobRows + ` ORDER BY id LIMIT ?) f
 	LEFT JOIN file_replicas r ON r.file_id = f.id
 	ORDER BY f.id, r.node_id`
 
@@ -549,37 +562,46 @@ func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta
 	}
 	out := []meta.FileRecord{}
 	err := s.readTx(ctx, "list files after "+after, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlFilesAfter, after, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var fr fileRow
-			var rID, rCreated, rUpdated, rVersion sql.NullInt64
-			var rNode, rStatus sql.NullString
-			if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-				return err
-			}
-			f := fr.file()
-			if n := len(out); n == 0 || out[n-1].ID != f.ID {
-				out = append(out, meta.FileRecord{File: f})
-			}
-			if !rID.Valid {
-				continue
-			}
-			rec := &out[len(out)-1]
-			rec.Replicas = append(rec.Replicas, meta.Replica{
-				ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
-				CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
-			})
-		}
-		return rows.Err()
+		var err error
+		out, err = queryRecords(ctx, tx, sqlFilesAfter, after, limit)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// queryRecords runs a query of fileColumns and one replica's columns per
+// row, ordered by file, and gathers each file's replicas.
+func queryRecords(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]meta.FileRecord, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []meta.FileRecord{}
+	for rows.Next() {
+		var fr fileRow
+		var rID, rCreated, rUpdated, rVersion sql.NullInt64
+		var rNode, rStatus sql.NullString
+		if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
+			return nil, err
+		}
+		f := fr.file()
+		if n := len(out); n == 0 || out[n-1].ID != f.ID {
+			out = append(out, meta.FileRecord{File: f})
+		}
+		if !rID.Valid {
+			continue
+		}
+		rec := &out[len(out)-1]
+		rec.Replicas = append(rec.Replicas, meta.Replica{
+			ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
+			CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
+		})
+	}
+	return out, rows.Err()
 }
 
 // GetState returns the value stored under key.

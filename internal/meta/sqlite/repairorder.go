@@ -16,7 +16,7 @@ const (
 	sqlFileIDsByRisk = `SELECT id FROM files WHERE id IN (SELECT value FROM json_each(?))
 		ORDER BY status IN ('PENDING', 'DELETED'), active_copies, updated_at, id`
 	sqlRepairQueue = `SELECT active_copies, count(*) FROM files
-		WHERE status IN ('DEGRADED', 'FAILED') GROUP BY status, active_copies`
+		WHERE status IN ('DEGRADED', 'FAILED') AND chunk_count = 0 GROUP BY status, active_copies`
 )
 
 // FileIDsByRisk orders the existing files among ids for repair.

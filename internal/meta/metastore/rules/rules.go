@@ -52,6 +52,35 @@ func FileNotFound(id string) error {
 	return errs.WithCode(errs.NotFound, errs.CodeFileNotFound, nil, "file %s not found", id)
 }
 
+// SessionNotFound is the error for an upload session that does not exist.
+func SessionNotFound(id string) error {
+	return errs.WithCode(errs.NotFound, errs.CodeUploadNotFound, nil, "upload session %s not found", id)
+}
+
+// CheckSession validates an upload session before it is stored.
+func CheckSession(u *meta.UploadSession) error {
+	switch {
+	case !CanonicalFileID(u.ID):
+		return errs.E(errs.Invalid, "upload session id %q is not a canonical lower-case UUID", u.ID)
+	case u.ExpiresAt.IsZero():
+		return errs.E(errs.Invalid, "upload session %s has no expiry", u.ID)
+	}
+	return nil
+}
+
+// CheckPart validates an attempt at a part.
+func CheckPart(p *meta.UploadPart) error {
+	switch {
+	case !CanonicalFileID(p.PartID) || !CanonicalFileID(p.SessionID):
+		return errs.E(errs.Invalid, "part %q of session %q: ids must be canonical lower-case UUIDs", p.PartID, p.SessionID)
+	case p.Number < 1 || p.Number > 10000:
+		return errs.E(errs.Invalid, "part number %d is outside 1..10000", p.Number)
+	case p.SizeBytes < 0:
+		return errs.E(errs.Invalid, "part %d: negative size", p.Number)
+	}
+	return nil
+}
+
 // NodeNotFound is the error for a storage node that does not exist.
 func NodeNotFound(id string) error {
 	return errs.WithCode(errs.NotFound, errs.CodeNodeNotFound, nil, "storage node %s not found", id)
@@ -122,6 +151,16 @@ func CheckFile(rec *meta.FileRecord) error {
 		return errs.E(errs.Invalid, "file %s: negative ring position %d", f.ID, f.RingPosition)
 	case f.ReplicationFactor < 1:
 		return errs.E(errs.Invalid, "file %s: replication factor %d is below 1", f.ID, f.ReplicationFactor)
+	case f.IsChunk() && !CanonicalFileID(f.Chunk.ParentID):
+		return errs.E(errs.Invalid, "chunk %s: parent %q is not a canonical UUID", f.ID, f.Chunk.ParentID)
+	case f.Chunk.Part < 0 || f.Chunk.Index < 0 || f.Chunk.Offset < 0 || f.ChunkCount < 0:
+		return errs.E(errs.Invalid, "file %s: negative chunk position", f.ID)
+	case !f.IsChunk() && f.Chunk != (meta.ChunkRef{}):
+		return errs.E(errs.Invalid, "file %s: a chunk position without a parent", f.ID)
+	case f.IsChunk() && f.Manifest():
+		return errs.E(errs.Invalid, "file %s: a chunk cannot have chunks", f.ID)
+	case f.Manifest() && len(rec.Replicas) > 0:
+		return errs.E(errs.Invalid, "file %s: a manifest has no copies of its own", f.ID)
 	}
 	seen := make(map[string]bool, len(rec.Replicas))
 	for _, r := range rec.Replicas {

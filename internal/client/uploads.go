@@ -1,0 +1,95 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/errs"
+)
+
+// UploadSession is a resumable upload (POST /api/uploads).
+type UploadSession struct {
+	UploadID         string    `json:"uploadId"`
+	FileName         string    `json:"fileName"`
+	ContentType      string    `json:"contentType"`
+	ExpectedChecksum string    `json:"expectedChecksum,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	ExpiresAt        time.Time `json:"expiresAt"`
+}
+
+// UploadPart is one part a session has received.
+type UploadPart struct {
+	PartNumber int       `json:"partNumber"`
+	SizeBytes  int64     `json:"sizeBytes"`
+	Checksum   string    `json:"checksum"`
+	MD5        string    `json:"md5"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// UploadDetail is a session with the parts received so far.
+type UploadDetail struct {
+	UploadID         string       `json:"uploadId"`
+	FileName         string       `json:"fileName"`
+	ContentType      string       `json:"contentType"`
+	ExpectedChecksum string       `json:"expectedChecksum,omitempty"`
+	CreatedAt        time.Time    `json:"createdAt"`
+	ExpiresAt        time.Time    `json:"expiresAt"`
+	Parts            []UploadPart `json:"parts"`
+}
+
+// CreateUpload starts an upload session for a file called name; checksum,
+// when not empty, is the whole file's SHA-256, checked at completion.
+func (c *Client) CreateUpload(ctx context.Context, name, contentType, checksum string) (UploadSession, error) {
+	var out UploadSession
+	in := map[string]string{"fileName": name, "contentType": contentType, "checksum": checksum}
+	_, err := c.doJSON(ctx, http.MethodPost, "/api/uploads", nil, in, &out)
+	return out, err
+}
+
+// GetUpload returns a session and the parts it has received.
+func (c *Client) GetUpload(ctx context.Context, id string) (UploadDetail, error) {
+	var out UploadDetail
+	_, err := c.doJSON(ctx, http.MethodGet, pathOf("api", "uploads", id), nil, nil, &out)
+	return out, err
+}
+
+// PutPart sends size bytes of r as part number of session id.
+func (c *Client) PutPart(ctx context.Context, id string, number int, r io.Reader, size int64) (UploadPart, error) {
+	src := &exactReader{r: r, remaining: size}
+	req, err := c.newRequest(ctx, http.MethodPut, pathOf("api", "uploads", id, "parts", strconv.Itoa(number)), nil, src)
+	if err != nil {
+		return UploadPart{}, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.ContentLength = size
+	resp, err := c.send(req, src.failure)
+	if err != nil {
+		return UploadPart{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return UploadPart{}, readAPIError(resp)
+	}
+	defer resp.Body.Close()
+	var out UploadPart
+	return out, decodeBody(resp, &out)
+}
+
+// CompleteUpload makes every part received one file.
+func (c *Client) CompleteUpload(ctx context.Context, id string) (UploadResult, error) {
+	var out UploadResult
+	_, err := c.doJSON(ctx, http.MethodPost, pathOf("api", "uploads", id, "complete"), nil, map[string]any{}, &out)
+	return out, err
+}
+
+// AbortUpload ends a session and deletes its parts.
+func (c *Client) AbortUpload(ctx context.Context, id string) error {
+	_, err := c.doJSON(ctx, http.MethodDelete, pathOf("api", "uploads", id), url.Values(nil), nil, nil)
+	if err != nil && !errs.Is(err, errs.NotFound) {
+		return err
+	}
+	return nil
+}

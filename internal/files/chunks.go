@@ -1,0 +1,251 @@
+package files
+
+import (
+	"context"
+	"crypto/md5" //nolint:gosec // S3 part ETags are MD5 by definition; nothing here relies on it for integrity
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+// chunkBuffers lends the buffers chunks are received into and read back
+// from, each ChunkSize bytes (allocChunk: outside the Go heap where it can).
+// It keeps up to keep idle buffers for reuse and frees the others. Every
+// buffer taken must be given back, and nothing may read it after.
+type chunkBuffers struct {
+	size int64
+	free chan *[]byte
+	made atomic.Int64 // buffers allocated so far
+}
+
+func newChunkBuffers(size int64, keep int) *chunkBuffers {
+	return &chunkBuffers{size: size, free: make(chan *[]byte, keep)}
+}
+
+func (c *chunkBuffers) get() *[]byte {
+	select {
+	case b := <-c.free:
+		return b
+	default:
+		c.made.Add(1)
+		return allocChunk(c.size)
+	}
+}
+
+func (c *chunkBuffers) put(b *[]byte) {
+	select {
+	case c.free <- b:
+	default: // enough are kept
+		freeChunk(b)
+	}
+}
+
+// chunked is what writeChunks stored: the stream's size and checksums.
+type chunked struct {
+	size   int64
+	sha256 string
+	md5    string // empty unless asked for
+	chunks int
+}
+
+// chunkWriter writes one stream as chunks under one parent while the
+// stream is still being read: each chunk, once received, is stored as a
+// blob of its own (storeBlob: copies in parallel, per-copy failover down
+// the chunk's own preference list) by a goroutine of its own, at most
+// ChunkConcurrency of them at once, while the next chunk is received.
+type chunkWriter struct {
+	s      *Service
+	parent string
+	slots  chan struct{}
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	err error // the first chunk that could not be stored
+}
+
+func (cw *chunkWriter) failed() error {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return cw.err
+}
+
+// store writes chunk index of data (a buffer from the pool, given back when
+// done) at offset.
+func (cw *chunkWriter) store(ctx context.Context, buf *[]byte, n int, index int, offset int64) {
+	cw.slots <- struct{}{}
+	cw.wg.Go(func() {
+		// The buffer goes back before the slot does: the reader, let go by
+		// the slot, takes that buffer instead of making another.
+		defer func() { cw.s.chunkBufs.put(buf); <-cw.slots }()
+		data := (*buf)[:n]
+		sum := sha256.Sum256(data)
+		rec := meta.FileRecord{File: meta.File{
+			ID: uuid.NewString(), Name: "chunk", ContentType: "application/octet-stream",
+			Chunk: meta.ChunkRef{ParentID: cw.parent, Index: index, Offset: offset},
+		}}
+		sp := &spooled{size: int64(n), sum: hex.EncodeToString(sum[:]), mem: data}
+		if _, err := cw.s.storeBlob(ctx, &rec, sp); err != nil {
+			cw.mu.Lock()
+			if cw.err == nil {
+				cw.err = errs.Wrap(errs.KindOf(err), err, "chunk %d (offset %d)", index, offset)
+			}
+			cw.mu.Unlock()
+		}
+	})
+}
+
+// writeChunks reads body to its end and stores it as chunks of ChunkSize
+// bytes under parent, hashing the whole stream (SHA-256, and MD5 when
+// withMD5) in the same pass. A stream longer than
+// limit is refused with TooLarge. On any failure the chunks already stored
+// are deleted (marked DELETED and handed to the reconciler).
+func (s *Service) writeChunks(ctx, storeCtx context.Context, parent string, body io.Reader, limit int64, withMD5 bool) (chunked, error) {
+	cw := &chunkWriter{s: s, parent: parent, slots: make(chan struct{}, s.opt.ChunkConcurrency)}
+	sh := sha256.New()
+	var mh hash.Hash
+	if withMD5 {
+		mh = md5.New() //nolint:gosec // see the import
+	}
+	var out chunked
+	err := func() error {
+		for {
+			if err := cw.failed(); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return errs.Wrap(errs.Invalid, err, "upload cancelled")
+			}
+			buf := s.chunkBufs.get()
+			n, rerr := fill(body, *buf)
+			if rerr != nil && rerr != io.EOF {
+				s.chunkBufs.put(buf)
+				return bodyError(rerr)
+			}
+			if out.size+int64(n) > limit {
+				s.chunkBufs.put(buf)
+				return tooLarge(limit)
+			}
+			if n > 0 {
+				sh.Write((*buf)[:n])
+				if mh != nil {
+					mh.Write((*buf)[:n])
+				}
+				cw.store(storeCtx, buf, n, out.chunks, out.size)
+				out.size += int64(n)
+				out.chunks++
+			} else {
+				s.chunkBufs.put(buf)
+			}
+			if rerr == io.EOF {
+				return nil
+			}
+		}
+	}()
+	cw.wg.Wait()
+	if err == nil {
+		err = cw.failed()
+	}
+	if err != nil {
+		s.dropChunks(storeCtx, parent)
+		return chunked{}, err
+	}
+	out.sha256 = hex.EncodeToString(sh.Sum(nil))
+	if mh != nil {
+		out.md5 = hex.EncodeToString(mh.Sum(nil))
+	}
+	return out, nil
+}
+
+// dropChunks marks every chunk of parent DELETED and has the reconciler
+// remove their copies; what it cannot remove now the repair loop does.
+func (s *Service) dropChunks(ctx context.Context, parent string) {
+	chunks, err := s.opt.Store.ChunksOf(ctx, parent)
+	if err == nil {
+		err = s.opt.Store.DeleteFile(ctx, parent)
+	}
+	if err != nil {
+		s.log.Error("could not delete the chunks of a failed upload; the session's expiry removes them", "parent", parent, "err", err)
+		return
+	}
+	ids := make([]string, len(chunks))
+	for i, c := range chunks {
+		ids[i] = c.ID
+	}
+	s.removeBlobs(ids)
+}
+
+// removeBlobs hands DELETED chunks to the reconciler in the background; one
+// that does not fit in the queue is left to the repair loop.
+func (s *Service) removeBlobs(ids []string) {
+	for _, id := range ids {
+		s.repairs.Go(func(ctx context.Context) {
+			if _, err := s.opt.Reconciler.Reconcile(ctx, id); err != nil {
+				s.log.Warn("could not remove a deleted chunk yet; the repair loop will", "chunk", id, "err", err)
+			}
+		})
+	}
+}
+
+// chunkStatus is a chunked file's status from its chunks: ACTIVE when every
+// chunk is, FAILED when some chunk has no copy, DEGRADED otherwise, with a
+// reason naming the chunks short of their copies.
+func chunkStatus(chunks []meta.FileRecord) (meta.FileStatus, string) {
+	var short, lost []string
+	for i, c := range chunks {
+		active := c.ActiveCopies()
+		switch {
+		case active == 0 || c.Status == meta.FileFailed:
+			lost = append(lost, fmt.Sprintf("chunk %d (%s)", i, c.ID))
+		case c.Status != meta.FileActive || active < c.ReplicationFactor:
+			why := fmt.Sprintf("chunk %d (%s) has %d of %d copies", i, c.ID, active, c.ReplicationFactor)
+			if c.StatusReason != "" {
+				why += ": " + c.StatusReason
+			}
+			short = append(short, why)
+		}
+	}
+	switch {
+	case len(lost) > 0:
+		return meta.FileFailed, fmt.Sprintf("%d of %d chunks have no readable copy: %s", len(lost), len(chunks), firstFew(lost))
+	case len(short) > 0:
+		return meta.FileDegraded, fmt.Sprintf("%d of %d chunks are short of copies: %s", len(short), len(chunks), firstFew(short))
+	}
+	return meta.FileActive, ""
+}
+
+// firstFew joins up to five items and says how many more there are.
+func firstFew(items []string) string {
+	const most = 5
+	if len(items) <= most {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:most], "; ") + fmt.Sprintf("; and %d more", len(items)-most)
+}
+
+// withChunks loads a manifest's chunks into rec and derives its status from
+// them, which is always current (the manifest's stored status is the one
+// its upload ended with). Other records are returned unchanged.
+func (s *Service) withChunks(ctx context.Context, rec meta.FileRecord) (meta.FileRecord, error) {
+	if !rec.Manifest() {
+		return rec, nil
+	}
+	chunks, err := s.opt.Store.ChunksOf(ctx, rec.ID)
+	if err != nil {
+		return rec, err
+	}
+	rec.Chunks = chunks
+	if rec.Status != meta.FileDeleted && rec.Status != meta.FilePending {
+		rec.Status, rec.StatusReason = chunkStatus(chunks)
+	}
+	return rec, nil
+}
