@@ -38,7 +38,9 @@ func (s s3Sessions) CompleteSession(ctx context.Context, id string, parts []int)
 	return rec.ID, rec.SizeBytes, err
 }
 
-func (s s3Sessions) AbortSession(ctx context.Context, id string) error { return s.f.AbortSession(ctx, id) }
+func (s s3Sessions) AbortSession(ctx context.Context, id string) error {
+	return s.f.AbortSession(ctx, id)
+}
 
 func s3Part(p files.Part) s3.Part {
 	return s3.Part{Number: p.Number, SizeBytes: p.SizeBytes, MD5: p.MD5, CreatedAt: p.CreatedAt}
