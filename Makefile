@@ -10,7 +10,7 @@ export DFS_TEST_POSTGRES_URL DFS_TEST_REDIS_URL
 # Extra flags for go test (CI adds -race and -v).
 TESTFLAGS ?=
 
-.PHONY: help build run test bench lint clean
+.PHONY: help build run test test-e2e-files bench lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -27,6 +27,14 @@ run: build ## start a local cluster (coordinator + 3 storage nodes, embedded met
 
 test: ## run every test (needs PostgreSQL and Redis; see README)
 	$(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./...
+
+# The e2e tests of faults, by file: `make test` runs them with every node on
+# the default layout (volumes), test-e2e-files once more on files.
+E2E_FAULT_FILES = faults selfheal badnode scrub stores redis_leases durability full_rebalance
+
+test-e2e-files: ## the e2e fault tests again with every node on STORAGE_LAYOUT=files (DFS_E2E_STORAGE_LAYOUT)
+	DFS_E2E_STORAGE_LAYOUT=files $(GO) test -count=1 -timeout 20m $(TESTFLAGS) \
+		-run "^($$(grep -ho '^func Test[A-Za-z0-9_]*' $(E2E_FAULT_FILES:%=e2e/%_test.go) | cut -c6- | paste -sd'|'))$$" ./e2e/
 
 bench: ## the Go benchmarks, then the cluster benchmark (bench-cluster)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

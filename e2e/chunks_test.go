@@ -6,13 +6,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/client"
 )
 
@@ -95,11 +94,11 @@ func TestFlippedByteInOneChunkCopyIsRebuiltAloneByVerify(t *testing.T) {
 	require.Len(t, md.Chunks, 4)
 	bad := md.Chunks[1]
 	holder := chunkCopies(bad)[1]
-	before := map[string]map[string]time.Time{}
+	before := map[string]map[string]string{}
 	for _, n := range c.lc.Nodes() {
-		before[n] = c.mtimes(n)
+		before[n] = c.writes(n)
 	}
-	flipByte(t, blobPath(c.lc.DataDir(holder), bad.ChunkID))
+	blobfault.FlipByte(t, c.lc.DataDir(holder), bad.ChunkID)
 
 	ctx, cancel := callCtx()
 	defer cancel()
@@ -120,7 +119,7 @@ func TestFlippedByteInOneChunkCopyIsRebuiltAloneByVerify(t *testing.T) {
 	}
 	// Only that chunk's copy was rewritten; every other blob is untouched.
 	for _, n := range c.lc.Nodes() {
-		after := c.mtimes(n)
+		after := c.writes(n)
 		for id, at := range before[n] {
 			if id == bad.ChunkID && n == holder {
 				continue
@@ -128,8 +127,8 @@ func TestFlippedByteInOneChunkCopyIsRebuiltAloneByVerify(t *testing.T) {
 			require.Equal(t, at, after[id], "%s on %s was rewritten", id, n)
 		}
 	}
-	b, err := os.ReadFile(blobPath(c.lc.DataDir(holder), bad.ChunkID))
-	require.NoError(t, err)
+	b, held := blobfault.Read(t, c.lc.DataDir(holder), bad.ChunkID)
+	require.True(t, held, "the rebuilt copy is on %s", holder)
 	require.True(t, bytes.Equal(f.data[bad.Offset:bad.Offset+bad.SizeBytes], b), "the rebuilt copy holds the chunk's bytes")
 	c.mustRead(f)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/localcluster"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -41,6 +42,20 @@ var (
 	}
 	nodeDefaults = []string{"REGISTRATION_INTERVAL=1s", "LOG_FORMAT=json", "LOG_LEVEL=info"}
 )
+
+// layoutVar picks the storage layout of every node the tests start
+// (STORAGE_LAYOUT): unset, the nodes' own default. CI runs the package once
+// so and the fault tests once more with the other layout (.ci/run).
+const layoutVar = "DFS_E2E_STORAGE_LAYOUT"
+
+// withLayout adds the layout layoutVar names, if any, to the node settings;
+// TestMain has checked its value.
+func withLayout(env []string) []string {
+	if l := os.Getenv(layoutVar); l != "" {
+		return append(env, "STORAGE_LAYOUT="+l)
+	}
+	return env
+}
 
 // Bounds on waiting for the cluster to act. They are generous because the
 // whole package shares two cores; a condition normally holds within seconds.
@@ -86,7 +101,7 @@ func startCluster(t *testing.T, o options) *cluster {
 		o.nodes = 3
 	}
 	coordEnv := append(slices.Clone(coordinatorDefaults), o.coordEnv...)
-	nodeEnv := append(slices.Clone(nodeDefaults), o.nodeEnv...)
+	nodeEnv := append(withLayout(slices.Clone(nodeDefaults)), o.nodeEnv...)
 	if o.token != "" {
 		coordEnv = append(coordEnv, "CLUSTER_TOKEN="+o.token)
 		nodeEnv = append(nodeEnv, "CLUSTER_TOKEN="+o.token)
@@ -412,19 +427,21 @@ func (c *cluster) stats(node string) wire.Stats {
 	return s
 }
 
-// blobPath is where a node keeps a blob: <data dir>/<id[0:2]>/<id[2:4]>/<id>.
-func blobPath(dataDir, id string) string {
-	return filepath.Join(dataDir, id[0:2], id[2:4], id)
-}
-
-// mtimes records the modification time of every blob file of a node.
-func (c *cluster) mtimes(node string) map[string]time.Time {
+// writes records, for every blob of a node, where its copy lies on disk and,
+// for a file of its own, when it was last written: a copy written again
+// changes its entry in either layout (a volume appends a new record).
+func (c *cluster) writes(node string) map[string]string {
 	c.t.Helper()
-	out := map[string]time.Time{}
+	out := map[string]string{}
 	for id := range c.blobs(node) {
-		st, err := os.Stat(blobPath(c.dataDir(node), id))
-		require.NoError(c.t, err)
-		out[id] = st.ModTime()
+		loc := blobfault.Locate(c.t, c.dataDir(node), id)
+		stamp := fmt.Sprintf("%s@%d", loc.Path, loc.Offset)
+		if loc.Sidecar != "" {
+			st, err := os.Stat(loc.Path)
+			require.NoError(c.t, err)
+			stamp += " " + st.ModTime().String()
+		}
+		out[id] = stamp
 	}
 	return out
 }
@@ -605,7 +622,7 @@ func (c *cluster) startExtraNode(name string, env ...string) *extraNode {
 	c.t.Helper()
 	dir := filepath.Join(c.t.TempDir(), name)
 	p := c.startExtraProcess(name, localcluster.StorageNodeBinary, func(port string) []string {
-		return slices.Concat(nodeDefaults, env, []string{
+		return slices.Concat(withLayout(slices.Clone(nodeDefaults)), env, []string{
 			"STORAGE_NODE_ID=" + name, "STORAGE_DATA_DIRECTORY=" + dir,
 			"STORAGE_ADVERTISED_HOST=127.0.0.1", "STORAGE_ADVERTISED_PORT=" + port,
 			"COORDINATOR_URL=" + c.lc.CoordinatorURL(), "CLUSTER_TOKEN=" + c.token})

@@ -1,10 +1,13 @@
 // Package e2e proves the fault table of the seed on the real binaries: every
 // test builds nothing itself but starts the coordinator and storage nodes
 // that TestMain built, as operating-system processes on loopback ports, and
-// produces each failure for real — SIGKILL, SIGSTOP, a byte flipped in a blob
-// file, a full disk, a killed PostgreSQL or Redis, a client that hangs up in
-// the middle of a body — then drives only the public REST API and the
-// nodes' internal API to show what a client sees and that nothing is lost.
+// produces each failure for real — SIGKILL, SIGSTOP, a byte flipped in a
+// copy on disk, a full disk, a killed PostgreSQL or Redis, a client that
+// hangs up in the middle of a body — then drives only the public REST API and
+// the nodes' internal API to show what a client sees and that nothing is
+// lost. The nodes run in the storage layout DFS_E2E_STORAGE_LAYOUT names
+// (unset: their default), and the tests reach copies on disk through
+// internal/blob/blobfault, so each test holds in either layout.
 //
 // The self-healing tests (selfheal_test.go) make the faults that once left a
 // cluster wrong for good while it called its files ACTIVE — a coordinator

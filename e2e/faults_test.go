@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/localcluster"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
@@ -179,7 +180,7 @@ func TestReturningNodeIsReadoptedWithoutCopying(t *testing.T) {
 	c := startCluster(t, options{nodes: 3})
 	files := c.uploadRandom(12, 16<<10)
 	victim := localcluster.NodeName(2)
-	before := c.mtimes(victim)
+	before := c.writes(victim)
 	require.Len(t, before, len(files))
 
 	require.NoError(t, c.lc.KillNode(victim))
@@ -190,7 +191,7 @@ func TestReturningNodeIsReadoptedWithoutCopying(t *testing.T) {
 	c.waitOnRing(victim)
 	c.waitStatus(client.FileActive, ids(files)...)
 
-	require.Equal(t, before, c.mtimes(victim), "the returned node's blobs were rewritten")
+	require.Equal(t, before, c.writes(victim), "the returned node's blobs were rewritten")
 	var recovered []logEntry
 	eventually(t, settleTimeout, "the RECOVERED rebalance's report", func() (bool, string) {
 		recovered = nil
@@ -212,22 +213,10 @@ func TestReturningNodeIsReadoptedWithoutCopying(t *testing.T) {
 	require.Zero(t, rep.CopiesCreated, "%+v", rep)
 	require.Zero(t, rep.CopiesRemoved, "%+v", rep)
 	require.Zero(t, rep.Failures, "%+v", rep)
-	require.Equal(t, before, c.mtimes(victim))
+	require.Equal(t, before, c.writes(victim))
 	for _, f := range files {
 		c.mustRead(f)
 	}
-}
-
-// flipByte corrupts one byte in the middle of a blob file, the way a bad
-// sector would: same size, same sidecar checksum, different bytes.
-func flipByte(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	st, err := os.Stat(path)
-	require.NoError(t, err)
-	b[len(b)/2] ^= 0xff
-	require.NoError(t, os.WriteFile(path, b, st.Mode()))
 }
 
 func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
@@ -239,19 +228,14 @@ func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
 		c := c.with(t)
 		f := files[0]
 		bad := f.res.PrimaryNode
-		path := blobPath(c.lc.DataDir(bad), f.res.FileID)
-		flipByte(t, path)
+		// A bad sector: same size, same recorded checksum, different bytes.
+		blobfault.FlipByte(t, c.lc.DataDir(bad), f.res.FileID)
 
 		info := c.mustRead(f)
 		require.NotEqual(t, bad, info.ServedBy, "the corrupt copy was served")
 		require.True(t, info.Verified)
 		// Quarantined, then rebuilt from a good copy in the background.
-		eventually(t, settleTimeout, "the corrupt copy rebuilt", func() (bool, string) {
-			b, err := os.ReadFile(path)
-			md := c.metadata(f.res.FileID)
-			return err == nil && bytes.Equal(b, f.data) && md.Status == client.FileActive && len(activeCopies(md)) == 3,
-				fmt.Sprintf("status %s, copies %v, file read error %v", md.Status, activeCopies(md), err)
-		})
+		eventually(t, settleTimeout, "the corrupt copy rebuilt", func() (bool, string) { return c.rebuilt(bad, f) })
 		c.mustRead(f)
 	})
 
@@ -259,8 +243,7 @@ func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
 		c := c.with(t)
 		f := files[1]
 		bad := f.res.Replicas[0]
-		path := blobPath(c.lc.DataDir(bad), f.res.FileID)
-		flipByte(t, path)
+		blobfault.FlipByte(t, c.lc.DataDir(bad), f.res.FileID)
 
 		ctx, cancel := callCtx()
 		defer cancel()
@@ -280,11 +263,19 @@ func TestCorruptCopyIsDetectedServedAroundAndRebuilt(t *testing.T) {
 			}
 			require.Equal(t, client.CopyActive, cp.Status, "%+v", cp)
 		}
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(f.data, b), "the rebuilt copy differs from the file")
+		ok, why := c.rebuilt(bad, f)
+		require.True(t, ok, why)
 		c.mustRead(f)
 	})
+}
+
+// rebuilt reports whether node's copy of f on disk is byte-exact again and
+// the file ACTIVE with all three copies, and if not, what it found.
+func (c *cluster) rebuilt(node string, f stored) (bool, string) {
+	b, held := blobfault.Read(c.t, c.dataDir(node), f.res.FileID)
+	md := c.metadata(f.res.FileID)
+	return held && bytes.Equal(b, f.data) && md.Status == client.FileActive && len(activeCopies(md)) == 3,
+		fmt.Sprintf("status %s, copies %v, copy on %s's disk %v, byte-exact %v", md.Status, activeCopies(md), node, held, bytes.Equal(b, f.data))
 }
 
 func TestCoordinatorKilledMidUploadLeavesNoOrphans(t *testing.T) {
@@ -527,9 +518,9 @@ func TestAllNodesDownIsUnavailableAndNothingIsLost(t *testing.T) {
 	c := startCluster(t, options{nodes: 3, sweep: true, coordEnv: []string{"HEALTH_CHECK_INTERVAL=1h"}})
 	all := c.lc.Nodes()
 	files := c.uploadRandom(6, 16<<10)
-	before := map[string]map[string]time.Time{}
+	before := map[string]map[string]string{}
 	for _, n := range all {
-		before[n] = c.mtimes(n)
+		before[n] = c.writes(n)
 	}
 	for _, n := range all {
 		require.NoError(t, c.lc.KillNode(n))
@@ -567,7 +558,7 @@ func TestAllNodesDownIsUnavailableAndNothingIsLost(t *testing.T) {
 		c.mustRead(f)
 	}
 	for _, n := range all {
-		require.Equal(t, before[n], c.mtimes(n), "blobs on %s were rewritten", n)
+		require.Equal(t, before[n], c.writes(n), "blobs on %s were rewritten", n)
 	}
 	require.Len(t, c.files(), len(files), "a refused upload was recorded")
 }

@@ -26,6 +26,12 @@ func TestMain(m *testing.M) {
 		// Every test here starts real processes; -short runs none of them.
 		os.Exit(m.Run())
 	}
+	switch l := os.Getenv(layoutVar); l {
+	case "", "files", "volumes":
+	default:
+		fmt.Fprintf(os.Stderr, "e2e: %s=%q: must be files or volumes, or unset for the nodes' default\n", layoutVar, l)
+		os.Exit(2)
+	}
 	root, err := os.MkdirTemp("", "dfs-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: create the binary directory:", err)

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/scrub"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -65,8 +65,7 @@ func TestScrubberFindsABadCopyAndResumesAfterAKill(t *testing.T) {
 	nodes := c.lc.Nodes()
 	resumer, bad, other := nodes[0], nodes[1], nodes[2]
 	victim := files[0]
-	path := blobPath(c.lc.DataDir(bad), victim.res.FileID)
-	flipByte(t, path)
+	blobfault.FlipByte(t, c.lc.DataDir(bad), victim.res.FileID)
 
 	// The first pass, over an empty store, ended at start; the pass of the
 	// next period covers every file.
@@ -105,10 +104,7 @@ func TestScrubberFindsABadCopyAndResumesAfterAKill(t *testing.T) {
 	})
 
 	eventually(t, settleTimeout+period, "the corrupt copy found by the scrubber and rebuilt", func() (bool, string) {
-		b, err := os.ReadFile(path)
-		md := c.metadata(victim.res.FileID)
-		return err == nil && bytes.Equal(b, victim.data) && md.Status == client.FileActive && len(activeCopies(md)) == 3,
-			fmt.Sprintf("status %s, copies %v, read error %v", md.Status, activeCopies(md), err)
+		return c.rebuilt(bad, victim)
 	})
 	var reported []logEntry
 	for _, e := range c.logEntries("coordinator", "corrupt copy reported by a node's scrubber") {

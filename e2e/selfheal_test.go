@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/localcluster"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
@@ -342,17 +343,21 @@ func TestSelfHealRedisLostMidJoin(t *testing.T) {
 // A copy whose .sha256 sidecar is torn (empty, as after a crash without a
 // sync) and another whose sidecar holds garbage: the node calls both corrupt,
 // and the coordinator must replace them rather than take the node for
-// unreachable or the copies for intact.
+// unreachable or the copies for intact. In the volumes layout only blobs
+// above STORAGE_INLINE_MAX have sidecars, so the limit is set below the
+// files' sizes (the files layout ignores it).
 func TestSelfHealTornAndGarbageSidecars(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, options{nodes: 3, coordEnv: sweepFast})
+	c := startCluster(t, options{nodes: 3, coordEnv: sweepFast, nodeEnv: []string{"STORAGE_INLINE_MAX=1KiB"}})
 	files := c.uploadMany(100, 4<<10, 16<<10)
 	foundBefore, _ := c.metric(c.lc.CoordinatorURL(), `dfs_anti_entropy_found_total{kind="corrupt"}`)
 
 	torn, garbage := files[0], files[1]
 	tornNode, garbageNode := torn.res.PrimaryNode, garbage.res.Replicas[0]
-	tornPath := blobPath(c.lc.DataDir(tornNode), torn.res.FileID) + ".sha256"
-	garbagePath := blobPath(c.lc.DataDir(garbageNode), garbage.res.FileID) + ".sha256"
+	tornPath := blobfault.Locate(t, c.lc.DataDir(tornNode), torn.res.FileID).Sidecar
+	garbagePath := blobfault.Locate(t, c.lc.DataDir(garbageNode), garbage.res.FileID).Sidecar
+	require.NotEmpty(t, tornPath, "a copy kept in a file of its own, with a sidecar")
+	require.NotEmpty(t, garbagePath, "a copy kept in a file of its own, with a sidecar")
 	require.NoError(t, os.Truncate(tornPath, 0))
 	require.NoError(t, os.WriteFile(garbagePath, []byte("\x00\xffnot a checksum at all\n"), 0o644))
 	// The node itself sees both copies as bad now: the fault is real.

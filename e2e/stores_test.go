@@ -142,9 +142,9 @@ func TestPostgresDownFailsFastAndServiceResumesWithoutARestart(t *testing.T) {
 		{"stopped", pg.Stop},
 	} {
 		held := c.heldBlobs(all...)
-		mtimes := map[string]map[string]time.Time{}
+		writes := map[string]map[string]string{}
 		for _, n := range all {
-			mtimes[n] = c.mtimes(n)
+			writes[n] = c.writes(n)
 		}
 		fault.do()
 
@@ -188,7 +188,7 @@ func TestPostgresDownFailsFastAndServiceResumesWithoutARestart(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		require.Equal(t, held, c.heldBlobs(all...), "blobs changed while PostgreSQL was %s", fault.name)
 		for _, n := range all {
-			require.Equal(t, mtimes[n], c.mtimes(n), "blobs on %s rewritten while PostgreSQL was %s", n, fault.name)
+			require.Equal(t, writes[n], c.writes(n), "blobs on %s rewritten while PostgreSQL was %s", n, fault.name)
 		}
 		spool, err := os.ReadDir(filepath.Join(c.lc.DataDir(localcluster.CoordinatorName), "spool"))
 		require.NoError(t, err)

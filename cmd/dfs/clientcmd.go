@@ -31,7 +31,8 @@ const defaultURL = "http://localhost:8080"
 
 // commonHelp ends every client command's help.
 const commonHelp = `
-The coordinator is -url, else $DFS_URL, else ` + defaultURL + `.
+The coordinator is -url, else $DFS_URL, else ` + defaultURL + `. A coordinator
+with a root key needs a key: $DFS_ACCESS_KEY and $DFS_SECRET_KEY.
 
 Exit status: 0 success; 1 the operation failed (an error answer such as a
 file not found, a broken or corrupt transfer); 2 bad usage; 3 the
@@ -105,7 +106,8 @@ func (cc *clientCmd) parse(args []string, minArgs, maxArgs int) (pos []string, c
 	case maxArgs >= 0 && len(pos) > maxArgs:
 		return nil, cc.usageError("unexpected argument %q", pos[maxArgs]), true
 	}
-	c, err := client.New(cc.url, client.Options{UserAgent: userAgent()})
+	c, err := client.New(cc.url, client.Options{UserAgent: userAgent(),
+		AccessKey: os.Getenv("DFS_ACCESS_KEY"), SecretKey: os.Getenv("DFS_SECRET_KEY")})
 	if err != nil {
 		fmt.Fprintf(cc.s.err, "dfs %s: %v (set -url or DFS_URL)\n", cc.name, err)
 		return nil, exitUsage, true

@@ -59,6 +59,10 @@ runs (default ./data); ` + "`dfs cluster <subcommand> -h`" + ` lists the flags.
 // developer should not wait the production default's 20 s for that.
 const localProbeInterval = "1s"
 
+// defaultS3Port is the local cluster's S3 port, as MinIO's and the Compose
+// file's.
+const defaultS3Port = 9000
+
 func runCluster(ctx context.Context, args []string, s stdio) int {
 	if len(args) > 0 {
 		switch args[0] {
@@ -91,6 +95,7 @@ func clusterUp(ctx context.Context, args []string, s stdio) int {
 	dataDir := fs.String("data", "./"+localcluster.DefaultDataDir, "directory for every process's data and logs")
 	port := fs.Int("port", localcluster.DefaultCoordinatorPort, "coordinator port (0 picks a free one)")
 	nodePort := fs.Int("node-port", localcluster.DefaultNodeBasePort, "port of node-1; node-i gets node-port+i-1 (0 picks free ports)")
+	s3Port := fs.Int("s3-port", defaultS3Port, "the coordinator's S3 API port (0 picks a free one)")
 	binDir := fs.String("bin", "./bin", "directory of the coordinator and storage-node binaries")
 	build := fs.Bool("build", true, "build the binaries into -bin first, from the Go module around the working directory")
 	tee := fs.Bool("tee", false, "also copy every process's log to stderr, each line prefixed with its name")
@@ -140,6 +145,15 @@ func clusterUp(ctx context.Context, args []string, s stdio) int {
 	if _, set := os.LookupEnv("HEALTH_CHECK_INTERVAL"); !set {
 		opts.CoordinatorEnv = append(opts.CoordinatorEnv, "HEALTH_CHECK_INTERVAL="+localProbeInterval)
 	}
+	var s3 localS3
+	if hasCoordinator {
+		env, info, err := s3Setup(*dataDir, localcluster.DefaultHost, *s3Port)
+		if err != nil {
+			fmt.Fprintf(stderr, "dfs cluster up: %v\n", err)
+			return 1
+		}
+		opts.CoordinatorEnv, s3 = append(opts.CoordinatorEnv, env...), info
+	}
 	if *tee {
 		opts.Tee = stderr
 	}
@@ -180,7 +194,7 @@ func clusterUp(ctx context.Context, args []string, s stdio) int {
 	}
 	defer ctl.Close()
 	if !interrupted {
-		printCluster(stdout, c, *dataDir)
+		printCluster(stdout, c, *dataDir, s3)
 		<-sigCtx.Done()
 		fmt.Fprintln(stdout, "\nstopping: the coordinator first, then the storage nodes …")
 	}
@@ -350,13 +364,16 @@ func clusterAct(ctx context.Context, sub string, args []string, s stdio) int {
 	return 1
 }
 
-func printCluster(w io.Writer, c *localcluster.Cluster, dataDir string) {
+func printCluster(w io.Writer, c *localcluster.Cluster, dataDir string, s3 localS3) {
 	fmt.Fprintln(w, "local cluster is up:")
 	if c.HasCoordinator() {
 		fmt.Fprintf(w, "  %-12s %s\n", localcluster.CoordinatorName, c.CoordinatorURL())
 	}
 	for _, name := range c.Nodes() {
 		fmt.Fprintf(w, "  %-12s %s\n", name, c.NodeURL(name))
+	}
+	if c.HasCoordinator() {
+		s3.print(w)
 	}
 	fmt.Fprintf(w, "logs: %s\n", filepath.Join(dataDir, "logs", "<name>.log"))
 	fmt.Fprintln(w, "press Ctrl-C to stop")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -61,7 +62,7 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 	var stdout, stderr syncBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run(ctx, []string{"cluster", "up", "-build=false", "-bin", bin, "-data", data, "-nodes", "2", "-port", "0", "-node-port", "0"},
+		exit <- run(ctx, []string{"cluster", "up", "-build=false", "-bin", bin, "-data", data, "-nodes", "2", "-port", "0", "-node-port", "0", "-s3-port", "0"},
 			stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
 	}()
 
@@ -87,6 +88,12 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, u[1])
 	}
 	require.Contains(t, out, filepath.Join(data, "logs", "<name>.log"))
+	// The S3 endpoint and the root key kept in the data directory.
+	require.Regexp(t, `(?m)^  s3\s+http://127\.0\.0\.1:\d+$`, out)
+	keyFile, err := os.Stat(filepath.Join(data, "root-key.json"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), keyFile.Mode().Perm(), "the root key is for its owner only")
+	require.Regexp(t, `(?m)^try: AWS_ACCESS_KEY_ID=DFS\S+ AWS_SECRET_ACCESS_KEY=\S+ aws --endpoint-url http://\S+ s3 ls$`, out)
 	coord := regexp.MustCompile(`(?m)^  coordinator\s+(http://\S+)$`).FindStringSubmatch(out)
 	require.NotNil(t, coord, out)
 	// "Up" means ready to store a file: every node is already on the ring.
@@ -121,11 +128,11 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 
 	// A second cluster on the same data directory stops before starting
 	// anything; one on the same ports names the flag that moves it.
-	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", data, "-port", "0", "-node-port", "0")
+	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", data, "-port", "0", "-node-port", "0", "-s3-port", "0")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderrText, "a local cluster already runs on "+data)
 	port := strings.TrimPrefix(coord[1], "http://127.0.0.1:")
-	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", t.TempDir(), "-port", port, "-node-port", "0")
+	code, _, stderrText = runDFS(t, "", "cluster", "up", "-build=false", "-bin", bin, "-data", t.TempDir(), "-port", port, "-node-port", "0", "-s3-port", "0")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderrText, "port "+port+" on 127.0.0.1 for coordinator is in use")
 	require.Contains(t, stderrText, "choose another coordinator port with -port")

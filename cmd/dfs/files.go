@@ -28,6 +28,12 @@ func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 const putHelp = `usage: dfs put [flags] FILE…
+       dfs put [flags] FILE BUCKET/KEY
+       dfs put -r [flags] DIR BUCKET/PREFIX
+
+The second form stores FILE under a name in a bucket (see dfs mb), replacing
+what the key held; the third stores every file under DIR, keyed
+PREFIX/<its path below DIR>. They are the objects the S3 API serves.
 
 Uploads each FILE and prints one line per file: its id, status, name, size,
 primary node and replica nodes. "-" reads standard input. A DEGRADED file
@@ -49,6 +55,7 @@ func runPut(ctx context.Context, args []string, s stdio) int {
 	ctype := cc.fs.String("type", "", "content type of the files (default: guessed from each name)")
 	name := cc.fs.String("name", "", "stored file name (default: the FILE's base name; \"stdin\" for -) (one FILE only)")
 	quiet := cc.fs.Bool("q", false, "no progress bar")
+	recursive := cc.fs.Bool("r", false, "with a DIR and a bucket/prefix: store every file under DIR, keyed by its path below it")
 	parallel := cc.fs.Int("parallel", 4, "parts of a large file sent at once")
 	resume := cc.fs.Bool("resume", false, "continue an interrupted upload of a large file (recorded in FILE.dfs-upload)")
 	partSize := new(int64)
@@ -69,6 +76,16 @@ func runPut(ctx context.Context, args []string, s stdio) int {
 		return cc.usageError("-part-size must be between 1MiB and 5GiB, got %d", *partSize)
 	}
 	cc.parts = partOptions{parallel: *parallel, size: *partSize, resume: *resume}
+	if len(paths) == 2 {
+		if b, k, ok := splitName(paths[1], *recursive); ok {
+			if _, err := os.Stat(paths[1]); err != nil {
+				return cc.putNamed(ctx, paths[0], b, k, *ctype, *recursive)
+			}
+		}
+	}
+	if *recursive {
+		return cc.usageError("-r needs a DIR and a bucket/prefix")
+	}
 	if len(paths) > 1 && (*key != "" || *name != "") {
 		return cc.usageError("-key and -name need exactly one FILE, got %d", len(paths))
 	}
@@ -195,7 +212,7 @@ func (cc *clientCmd) putOne(ctx context.Context, path, name string, opts client.
 	return nil
 }
 
-const getHelp = `usage: dfs get [flags] ID
+const getHelp = `usage: dfs get [flags] ID|BUCKET/KEY
 
 Downloads a file into the current directory under its stored name, or to
 -o PATH (a directory keeps the stored name; "-" writes to stdout). An
@@ -223,6 +240,13 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	id := pos[0]
 	ctx, stop := interruptible(ctx)
 	defer stop()
+	if b, k, ok := splitName(id, false); ok {
+		o, err := cc.c.Object(ctx, b, k)
+		if err != nil {
+			return cc.fail(err)
+		}
+		id = o.FileID
+	}
 
 	md, err := cc.c.Metadata(ctx, id)
 	if err != nil {
@@ -361,9 +385,13 @@ var fileStatuses = []client.FileStatus{
 }
 
 const lsHelp = `usage: dfs ls [flags]
+       dfs ls [-r] [flags] BUCKET[/PREFIX]
+       dfs ls -buckets [flags]
 
 Lists stored files, newest first, a page at a time. PENDING and DELETED
-files are listed only when -status asks for them.
+files are listed only when -status asks for them. With BUCKET[/PREFIX] it
+lists that bucket's keys under the prefix in byte order, one level deep
+(deeper keys rolled up as PRE lines) unless -r; -buckets lists the buckets.
 `
 
 func runLs(ctx context.Context, args []string, s stdio) int {
@@ -371,8 +399,21 @@ func runLs(ctx context.Context, args []string, s stdio) int {
 	page := cc.fs.Int("page", 0, "page number, from 0")
 	size := cc.fs.Int("size", 20, "files per page, 1–1000")
 	status := cc.fs.String("status", "", "only files in these states, comma-separated: PENDING, ACTIVE, DEGRADED, REBALANCING, FAILED, DELETED")
-	if _, code, done := cc.parse(args, 0, 0); done {
+	recursive := cc.fs.Bool("r", false, "with bucket/prefix: every key below it, not one level")
+	buckets := cc.fs.Bool("buckets", false, "list the buckets")
+	pos, code, done := cc.parse(args, 0, 1)
+	if done {
 		return code
+	}
+	if *buckets {
+		return cc.lsBuckets(ctx)
+	}
+	if len(pos) == 1 {
+		b, prefix, ok := splitName(pos[0], true)
+		if !ok {
+			return cc.usageError("%q is not BUCKET or BUCKET/PREFIX", pos[0])
+		}
+		return cc.lsNamed(ctx, b, prefix, *recursive)
 	}
 	if *page < 0 {
 		return cc.usageError("-page must be 0 or more, got %d", *page)
@@ -475,7 +516,7 @@ func runInfo(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
-const rmHelp = `usage: dfs rm [flags] ID
+const rmHelp = `usage: dfs rm [flags] ID|BUCKET/KEY
 
 Deletes a file: it is gone for every reader at once. Copies on storage nodes
 that cannot be reached now are removed when those nodes return.
@@ -486,6 +527,13 @@ func runRm(ctx context.Context, args []string, s stdio) int {
 	pos, code, done := cc.parse(args, 1, 1)
 	if done {
 		return code
+	}
+	if b, k, ok := splitName(pos[0], false); ok {
+		if err := cc.c.DeleteObject(ctx, b, k); err != nil {
+			return cc.fail(err)
+		}
+		fmt.Fprintf(cc.s.out, "deleted %s/%s\n", b, k)
+		return exitOK
 	}
 	res, err := cc.c.Delete(ctx, pos[0])
 	if err != nil {

@@ -40,16 +40,18 @@ func commands() map[string]command {
 		"ring":    {summary: "answer placement queries read from stdin (see `dfs ring -h`)", run: runRing},
 		"cluster": {summary: "run a local cluster of real processes (`dfs cluster up`) and act on it: status, stop-node, restart-node", run: runCluster},
 
-		"put":       {summary: "upload files: `dfs put FILE…`", run: runPut},
-		"get":       {summary: "download a file: `dfs get ID [-o PATH]`", run: runGet},
-		"ls":        {summary: "list stored files, newest first", run: runLs},
+		"put":       {summary: "upload files: `dfs put FILE…`, or by name: `dfs put FILE BUCKET/KEY`, `dfs put -r DIR BUCKET/PREFIX`", run: runPut},
+		"get":       {summary: "download a file: `dfs get ID|BUCKET/KEY [-o PATH]`", run: runGet},
+		"ls":        {summary: "list stored files, newest first; `dfs ls BUCKET[/PREFIX]` lists keys, `-buckets` the buckets", run: runLs},
+		"mb":        {summary: "create a bucket: `dfs mb BUCKET`", run: runMb},
 		"info":      {summary: "show a file's metadata and where its copies are", run: runInfo},
-		"rm":        {summary: "delete a file and all its copies", run: runRm},
+		"rm":        {summary: "delete a file and all its copies: `dfs rm ID|BUCKET/KEY`", run: runRm},
 		"verify":    {summary: "re-hash every copy of a file, rebuilding bad ones", run: runVerify},
 		"nodes":     {summary: "list the storage nodes: status, ring membership, keyspace share", run: runNodes},
 		"health":    {summary: "show the cluster's health (exit status 0 only when UP)", run: runHealth},
 		"status":    {summary: "show how safe the data is now: files by healthy copies, failure headroom, per-node risk", run: runStatus},
 		"rebalance": {summary: "reconcile every file's copies with the ring now", run: runRebalance},
+		"keys":      {summary: "manage access keys: `dfs keys create NAME`, `dfs keys ls`, `dfs keys rm ACCESS_KEY`", run: runKeys},
 		"version":   {summary: "print the version of this dfs (also `dfs --version`)", run: runVersion},
 	}
 }

@@ -24,7 +24,7 @@ const help = `Configuration is by environment variables only, for example:
   SERVER_PORT              HTTP port (9001)
   STORAGE_NODE_ID          the node's id on the ring (node-1)
   STORAGE_DATA_DIRECTORY   where blobs live (./data/<node id>); locked while the node runs
-  STORAGE_LAYOUT           files (default) or volumes; fixed at the directory's first start
+  STORAGE_LAYOUT           volumes or files; unset, a directory keeps its own (volumes when new)
   COORDINATOR_URL          where to register (unset: no registration)
   CLUSTER_TOKEN            required on every /internal call when set
 See the configuration tables in README.md for all of them.

@@ -134,7 +134,8 @@ func TestComposeConfig(t *testing.T) {
 				if name != "" && tc.dotenv != "" {
 					require.Equal(t, dotenv["COMPOSE_PROJECT_NAME"], name, "%s: the project's name", tc.what)
 				}
-				require.Equal(t, []publishedPort{{"", dotenv["COORDINATOR_PORT"], "8080"}}, ports["coordinator"], tc.what)
+				require.Equal(t, []publishedPort{{"", dotenv["COORDINATOR_PORT"], "8080"}, {"", dotenv["COORDINATOR_S3_PORT"], "9000"}},
+					ports["coordinator"], tc.what)
 				require.Equal(t, []publishedPort{{"", dotenv["STORAGE_NODE_1_PORT"], "8080"}}, ports["storage-node-1"], tc.what)
 				for db, port := range map[string]string{"postgres": "5432", "redis": "6379"} {
 					if !tc.dbPorts {

@@ -92,6 +92,16 @@ type Options struct {
 	NodeStats func(ctx context.Context, nodeID string) (NodeStorage, error)
 	// Observe wraps every request, for metrics; nil means none.
 	Observe func(route, method string, status int, seconds float64)
+	// Auth, when set, checks every request's key (see auth.Keys.REST).
+	Auth func(http.Handler) http.Handler
+	// Keys serves /api/admin/keys; nil leaves the routes out.
+	Keys Keys
+	// Namespace and Objects, when set, serve the named objects under
+	// /api/buckets, and the metadata of a file names the object it holds.
+	Namespace meta.Namespace
+	Objects   Objects
+	// RootKey owns the buckets created through an open API.
+	RootKey string
 }
 
 type server struct{ Options }
@@ -106,6 +116,9 @@ func New(o Options) http.Handler {
 	r.NotFound(httpx.NotFoundHandler)
 	r.MethodNotAllowed(httpx.MethodNotAllowedHandler)
 	r.Use(httpx.RequestID, httpx.AccessLog(o.Logger, o.Observe), httpx.Recover(o.Logger))
+	if o.Auth != nil {
+		r.Use(o.Auth)
+	}
 
 	// The version lets an operator see which build each replica runs
 	// without a shell on its host.
@@ -153,6 +166,19 @@ func New(o Options) http.Handler {
 		r.Get("/cluster/operations", s.operations)
 		r.Post("/admin/rebalance", s.rebalance)
 		r.Post("/admin/health-check", s.healthCheck)
+		if o.Namespace != nil && o.Objects != nil {
+			r.Get("/buckets", s.listBuckets)
+			r.Put("/buckets/{bucket}", s.createBucket)
+			r.Get("/buckets/{bucket}/objects", s.listObjects)
+			r.Put("/buckets/{bucket}/object", s.putObject)
+			r.Get("/buckets/{bucket}/object", s.getObject)
+			r.Delete("/buckets/{bucket}/object", s.deleteObject)
+		}
+		if o.Keys != nil {
+			r.Post("/admin/keys", s.createKey)
+			r.Get("/admin/keys", s.listKeys)
+			r.Delete("/admin/keys/{accessKey}", s.deleteKey)
+		}
 	})
 	return r
 }

@@ -77,7 +77,12 @@ func kindOfBodyError(err error, msg string) error {
 }
 
 func (s *server) download(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Files.Open(r.Context(), chi.URLParam(r, "fileId"), byterange.FromHeader(r.Header))
+	s.serveFile(w, r, chi.URLParam(r, "fileId"))
+}
+
+// serveFile streams file id's bytes, honouring Range and If-Range.
+func (s *server) serveFile(w http.ResponseWriter, r *http.Request, id string) {
+	d, err := s.Files.Open(r.Context(), id, byterange.FromHeader(r.Header))
 	if err != nil {
 		var unsat *byterange.UnsatisfiableError
 		if errors.As(err, &unsat) {
@@ -145,6 +150,9 @@ type fileJSON struct {
 	CreatedAt         time.Time       `json:"createdAt"`
 	UpdatedAt         time.Time       `json:"updatedAt"`
 	Replicas          []replicaJSON   `json:"replicas,omitempty"`
+	// Bucket and Key name the S3 object the file holds, if any.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
 	// Chunks lists a chunked file's chunks, each a blob with its own copies;
 	// such a file has no copies of its own.
 	Chunks []chunkJSON `json:"chunks,omitempty"`
@@ -174,6 +182,11 @@ func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := toFileJSON(rec.File)
+	if s.Namespace != nil {
+		if o, err := s.Namespace.ObjectByFile(r.Context(), rec.ID); err == nil {
+			out.Bucket, out.Key = o.Bucket, o.Key
+		}
+	}
 	out.Replicas = replicasJSON(rec)
 	out.Chunks = chunksJSON(rec)
 	httpx.WriteJSON(w, http.StatusOK, out)

@@ -16,11 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/auth"
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/console"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
+	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/openapi"
 	"github.com/dfs-project/dfs/internal/openapi/openapitest"
 	"github.com/dfs-project/dfs/internal/ops"
@@ -51,8 +54,10 @@ func routes(t *testing.T, h http.Handler) []string {
 // The OpenAPI document must not drift from the router: every route has an
 // operation and every operation a route.
 func TestRoutesMatchTheOpenAPIDocument(t *testing.T) {
-	// A Metrics handler, so the optional /metrics route is there too.
-	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Uploads: fakeUploads{}}))
+	// A Metrics handler, uploads and keys, so the optional /metrics,
+	// /api/uploads and /api/admin/keys routes are there too.
+	got := routes(t, api.New(api.Options{Metrics: http.NotFoundHandler(), Uploads: fakeUploads{}, Keys: &auth.Keys{},
+		Namespace: (*sqlite.Store)(nil), Objects: &objects.Service{}}))
 	documented, err := openapitest.Operations()
 	require.NoError(t, err)
 

@@ -45,19 +45,41 @@ func (e *LayoutError) Error() string {
 		e.Dir, e.Recorded, e.Wanted)
 }
 
-// checkLayout compares the layout recorded in root with want, recording want
-// when the directory is new. A directory that holds an identity but no
-// record was created before layouts were recorded, by the files layout.
+// DirectoryLayout returns the layout of the data directory dir: the one it
+// recorded at its first start, LayoutFiles for a directory that holds an
+// identity or a shard directory but no record (it was created before
+// layouts were recorded, by the files layout), and "" for a directory that
+// is new (absent, or holding neither).
+func DirectoryLayout(dir string) (Layout, error) {
+	recorded, err := readLayout(dir)
+	if err != nil || recorded != "" {
+		return recorded, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, identityName)); err == nil {
+		return LayoutFiles, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fsError(err, "blob store: stat %s", identityName)
+	}
+	shards, err := shardNames(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fsError(err, "blob store: read %s", dir)
+	}
+	if len(shards) > 0 {
+		return LayoutFiles, nil
+	}
+	return "", nil
+}
+
+// checkLayout compares the layout of root (DirectoryLayout) with want,
+// recording want when the directory is new or predates the record.
 func checkLayout(root string, want Layout) error {
 	recorded, err := readLayout(root)
 	if err != nil {
 		return err
 	}
 	if recorded == "" {
-		if _, err := os.Stat(filepath.Join(root, identityName)); err == nil {
-			recorded = LayoutFiles
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return fsError(err, "blob store: stat %s", identityName)
+		if recorded, err = DirectoryLayout(root); err != nil {
+			return err
 		}
 		if recorded == "" || recorded == want {
 			if err := removeTemps(root, layoutTempPattern); err != nil {

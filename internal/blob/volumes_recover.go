@@ -29,7 +29,7 @@ func (v *Volumes) recover() error {
 	if err := removeTemps(v.dir, tempPrefix+"*"); err != nil {
 		return err
 	}
-	nums, err := v.volumeNumbers()
+	nums, err := volumeNumbers(v.dir)
 	if err != nil {
 		return err
 	}
@@ -87,11 +87,11 @@ func (v *Volumes) recover() error {
 	return nil
 }
 
-// volumeNumbers lists the volume files in order.
-func (v *Volumes) volumeNumbers() ([]uint32, error) {
-	entries, err := os.ReadDir(v.dir)
+// volumeNumbers lists the volume files of the volumes directory dir in order.
+func volumeNumbers(dir string) ([]uint32, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fsError(err, "blob store: read %s", v.dir)
+		return nil, fsError(err, "blob store: read %s", dir)
 	}
 	var nums []uint32
 	for _, e := range entries {

@@ -96,6 +96,41 @@ func TestLayoutIsRecordedAndEnforced(t *testing.T) {
 	require.ErrorContains(t, err, "heap")
 }
 
+// TestDirectoryLayout: what a node with no STORAGE_LAYOUT opens a directory
+// as. A directory with blobs from before both the identity and the layout
+// record is the files layout's too, never taken for a new one.
+func TestDirectoryLayout(t *testing.T) {
+	layoutOf := func(dir string) Layout {
+		t.Helper()
+		l, err := DirectoryLayout(dir)
+		require.NoError(t, err)
+		return l
+	}
+	require.Empty(t, layoutOf(filepath.Join(t.TempDir(), "absent")))
+	require.Empty(t, layoutOf(t.TempDir()))
+	files, vols := t.TempDir(), t.TempDir()
+	d := openDisk(t, files)
+	data := []byte("from before the records")
+	_, _, err := d.Receive(context.Background(), vid(1), sum(data), int64(len(data)), bytes.NewReader(data))
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	openVolumes(t, vols, Options{}).Close()
+	require.Equal(t, LayoutFiles, layoutOf(files))
+	require.Equal(t, LayoutVolumes, layoutOf(vols))
+
+	require.NoError(t, os.Remove(filepath.Join(files, layoutName)))
+	require.Equal(t, LayoutFiles, layoutOf(files), "an identity without a record")
+	require.NoError(t, os.Remove(filepath.Join(files, identityName)))
+	require.Equal(t, LayoutFiles, layoutOf(files), "blobs without an identity or a record")
+	_, err = OpenVolumes(files, Options{})
+	var le *LayoutError
+	require.ErrorAs(t, err, &le, "no volumes over those blobs")
+	d = openDisk(t, files)
+	_, err = d.Stat(context.Background(), vid(1))
+	require.NoError(t, err, "the files layout serves them")
+	require.NoError(t, d.Close())
+}
+
 // TestVolumesReopen: blobs, removals and replacements survive a restart,
 // from the checkpoint Close writes and from a scan of every volume.
 func TestVolumesReopen(t *testing.T) {

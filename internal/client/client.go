@@ -40,6 +40,9 @@ type Options struct {
 	// Token, when set, is sent as "Authorization: Bearer <token>" (the
 	// coordinator's CLUSTER_TOKEN, which node registration needs).
 	Token string
+	// AccessKey and SecretKey, when set (and Token is not), are sent as
+	// HTTP Basic credentials: a coordinator with a root key needs them.
+	AccessKey, SecretKey string
 	// UserAgent names the program in every request's User-Agent, for the
 	// coordinator's access log. Default: "dfs-client/<version>", the
 	// version being buildinfo.Version().
@@ -54,6 +57,8 @@ type Client struct {
 	base      string // scheme://host[:port][/prefix], no trailing slash
 	hc        *http.Client
 	token     string
+	accessKey string
+	secretKey string
 	userAgent string
 }
 
@@ -81,7 +86,8 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if ua == "" {
 		ua = "dfs-client/" + buildinfo.Version()
 	}
-	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: hc, token: opts.Token, userAgent: ua}, nil
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: hc, token: opts.Token, userAgent: ua,
+		accessKey: opts.AccessKey, secretKey: opts.SecretKey}, nil
 }
 
 // BaseURL returns the coordinator's URL as the client uses it.
@@ -109,6 +115,8 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else if c.accessKey != "" {
+		req.SetBasicAuth(c.accessKey, c.secretKey)
 	}
 	if id, ok := ctx.Value(requestIDKey{}).(string); ok && id != "" {
 		req.Header.Set("X-Request-Id", id)

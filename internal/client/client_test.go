@@ -192,7 +192,7 @@ func TestAPIErrors(t *testing.T) {
 		{"metadata store down", 503, `{"status":503,"error":"METADATA_UNAVAILABLE","message":"db down","path":"/x"}`,
 			errs.Unavailable, APIError{Status: 503, Code: errs.CodeMetadataUnavailable, Message: "db down", Path: "/x"}},
 		{"forbidden", 403, `{"status":403,"error":"FORBIDDEN","message":"no","path":"/x"}`,
-			errs.Other, APIError{Status: 403, Code: "FORBIDDEN", Message: "no", Path: "/x"}},
+			errs.Forbidden, APIError{Status: 403, Code: "FORBIDDEN", Message: "no", Path: "/x"}},
 		{"not the error shape", 502, "<html>Bad Gateway</html>\nmore",
 			errs.Other, APIError{Status: 502, Message: "<html>Bad Gateway</html>", Path: "/api/files/f1/metadata"}},
 		{"empty body", 500, "",

@@ -75,6 +75,9 @@ type File struct {
 	CreatedAt         time.Time  `json:"createdAt"`
 	UpdatedAt         time.Time  `json:"updatedAt"`
 	Replicas          []Replica  `json:"replicas,omitempty"`
+	// Bucket and Key name the S3 object the file holds, if any.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
 	// Chunks are a chunked file's chunks (files larger than the
 	// coordinator's CHUNK_SIZE), which then has no copies of its own.
 	Chunks []Chunk `json:"chunks,omitempty"`

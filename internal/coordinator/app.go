@@ -20,6 +20,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/auth"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/files"
@@ -31,11 +32,14 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore"
 	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/s3"
+	"github.com/dfs-project/dfs/internal/sigv4"
 	"github.com/dfs-project/dfs/internal/taskq"
 )
 
@@ -51,6 +55,7 @@ type App struct {
 	repair     *repairLoop
 	sweeper    *antientropy.Sweeper
 	handler    http.Handler
+	s3         http.Handler // nil without S3_PORT
 	events     chan membership.Event
 	transport  *http.Transport // connections to the storage nodes
 	metrics    *metrics.Coordinator
@@ -195,6 +200,26 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: locker,
 		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() }, refresh: a.members.Load,
 	}
+	// The namespace and the keys are read from the store itself: the caches
+	// in front of it keep file records only.
+	ns, ok := base.(meta.Namespace)
+	if !ok {
+		a.close()
+		return nil, fmt.Errorf("the metadata store %T keeps no S3 namespace", base)
+	}
+	keys, err := auth.New(ns, cfg.RootAccessKey, cfg.RootSecretKey, log)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	var restAuth func(http.Handler) http.Handler
+	if cfg.APIAuth != "open" {
+		restAuth = keys.REST(&sigv4.Verifier{Region: cfg.S3Region, Secrets: keys.Secret})
+	}
+	if cfg.S3Port != 0 {
+		a.s3 = s3.New(s3.Options{Files: a.files, Namespace: ns, Keys: keys, Region: cfg.S3Region, Domain: cfg.S3Domain,
+			Logger: log.With("api", "s3"), Observe: a.metrics.ObserveHTTP, Sessions: s3Sessions{a.files}})
+	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {
 		storeKind = "postgres"
@@ -211,6 +236,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		MaxFileSize: cfg.MaxFileSize,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Observe:     a.metrics.ObserveHTTP,
+		Auth:        restAuth,
+		Keys:        keys,
+		Namespace:   ns,
+		Objects:     &objects.Service{Files: a.files, Namespace: ns, Log: log},
+		RootKey:     cfg.RootAccessKey,
 		Scrub:       &scrubView{nodes: store.ListNodes, addr: a.members.BaseURL, status: nodes.Scrub, files: a.files},
 		NodeStats: func(ctx context.Context, id string) (api.NodeStorage, error) {
 			base, ok := a.members.BaseURL(id)
@@ -415,8 +445,21 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	var s3srv *http.Server
+	if a.s3 != nil {
+		addr := fmt.Sprintf("%s:%d", a.cfg.Host, a.cfg.S3Port)
+		s3ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			stopBG()
+			wg.Wait()
+			return errors.Join(fmt.Errorf("listen on %s (S3_PORT): %w", addr, err), srv.Close(), a.closeStore())
+		}
+		s3srv = &http.Server{Handler: a.s3, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- s3srv.Serve(s3ln) }()
+		a.log.Info("S3 API listening", "addr", s3ln.Addr().String(), "region", a.cfg.S3Region, "domain", a.cfg.S3Domain)
+	}
 	a.log.Info("coordinator listening", "addr", ln.Addr().String(), "replication_factor", a.cfg.ReplicationFactor,
 		"virtual_nodes", a.cfg.VirtualNodes, "store", map[bool]string{true: "postgres", false: "embedded sqlite"}[a.cfg.DatabaseURL != ""])
 
@@ -427,6 +470,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		a.log.Info("coordinator shutting down")
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err = srv.Shutdown(sctx)
+		if s3srv != nil {
+			err = errors.Join(err, s3srv.Shutdown(sctx))
+		}
 		cancel()
 	}
 	stopBG()

@@ -54,6 +54,12 @@ type Config struct {
 	LogLevel                    string        // LOG_LEVEL
 	LogFormat                   string        // LOG_FORMAT
 	PprofAddr                   string        // PPROF_ADDR
+	S3Port                      int           // S3_PORT: the S3 listener's port; 0 = no S3 listener
+	S3Domain                    string        // S3_DOMAIN: enables virtual-hosted addressing (BUCKET.S3_DOMAIN)
+	S3Region                    string        // S3_REGION: the region requests are signed for
+	RootAccessKey               string        // ROOT_ACCESS_KEY: the admin key; empty = no authentication
+	RootSecretKey               string        // ROOT_SECRET_KEY
+	APIAuth                     string        // API_AUTH: "keys" (REST needs a key once a root key is set) or "open"
 	ChunkSize                   int64         // CHUNK_SIZE: files larger than this are stored as chunks of it
 	ChunkUploadConcurrency      int           // CHUNK_UPLOAD_CONCURRENCY: chunks of one upload written to nodes at once
 	UploadSessionTTL            time.Duration // UPLOAD_SESSION_TTL: an upload session not completed or aborted by then is removed
@@ -101,6 +107,12 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		LogLevel:                    l.OneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:                   l.OneOf("LOG_FORMAT", "text", "text", "json"),
 		PprofAddr:                   l.String("PPROF_ADDR", ""),
+		S3Port:                      l.Int("S3_PORT", 0, 0, 65535),
+		S3Domain:                    l.String("S3_DOMAIN", ""),
+		S3Region:                    l.String("S3_REGION", "us-east-1"),
+		RootAccessKey:               l.String("ROOT_ACCESS_KEY", ""),
+		RootSecretKey:               l.String("ROOT_SECRET_KEY", ""),
+		APIAuth:                     l.OneOf("API_AUTH", "keys", "keys", "open"),
 		ChunkSize:                   l.Size("CHUNK_SIZE", 8<<20),
 		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
 		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
@@ -163,6 +175,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	if err := debugserver.ValidateAddr(c.PprofAddr); err != nil {
 		problems = append(problems, fmt.Errorf("PPROF_ADDR=%q: %v", c.PprofAddr, err))
 	}
+	problems = append(problems, c.checkS3()...)
 	if strings.TrimSpace(c.DataDir) == "" {
 		problems = append(problems, errors.New("DATA_DIRECTORY: must not be empty"))
 	}

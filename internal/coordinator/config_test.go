@@ -20,6 +20,7 @@ func TestConfigDefaults(t *testing.T) {
 		CacheEnabled: true, CacheMetadataTTL: 2 * time.Minute, PendingUploadTimeout: 15 * time.Minute,
 		AntiEntropyInterval: 10 * time.Minute, AntiEntropyRate: 2000, AntiEntropyOrphanGrace: 30 * time.Minute,
 		ReplicaWriteConcurrency: 64, LocalCacheEntries: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
+		S3Region: "us-east-1", APIAuth: "keys",
 		ChunkSize: 8 << 20, ChunkUploadConcurrency: 3, UploadSessionTTL: 24 * time.Hour,
 	}, c)
 	require.Equal(t, ":8080", c.Addr())
@@ -38,6 +39,8 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		"ANTI_ENTROPY_INTERVAL": "5m", "ANTI_ENTROPY_RATE": "300", "ANTI_ENTROPY_ORPHAN_GRACE": "2m",
 		"REPLICA_WRITE_CONCURRENCY": "8", "SPOOL_MEMORY_MAX": "64KiB", "LOCAL_CACHE_ENTRIES": "5", "CONTENT_CACHE_MAX_FILE": "32KiB", "NODE_STALL_TIMEOUT": "7s", "REBALANCE_PARALLELISM": "4", "SPOOL_MEMORY_LIMIT": "1MiB", "DRAIN_TIMEOUT": "1m", "LEASE_TTL": "5s", "CLUSTER_TOKEN": "t",
 		"LOG_LEVEL": "debug", "LOG_FORMAT": "json", "PPROF_ADDR": "127.0.0.1:6060",
+		"S3_PORT": "9000", "S3_DOMAIN": "s3.example.com", "S3_REGION": "eu-west-3",
+		"ROOT_ACCESS_KEY": "root-key", "ROOT_SECRET_KEY": "root-secret", "API_AUTH": "open",
 		"CHUNK_SIZE": "16MiB", "CHUNK_UPLOAD_CONCURRENCY": "5", "UPLOAD_SESSION_TTL": "2h",
 	}))
 	require.NoError(t, err)
@@ -51,6 +54,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		AntiEntropyInterval: 5 * time.Minute, AntiEntropyRate: 300, AntiEntropyOrphanGrace: 2 * time.Minute,
 		ReplicaWriteConcurrency: 8, LocalCacheEntries: 5, ContentCacheMaxFile: 32 << 10, NodeStallTimeout: 7 * time.Second, RebalanceParallelism: 4, SpoolMemoryMax: 64 << 10, SpoolMemoryLimit: 1 << 20, DrainTimeout: time.Minute, LeaseTTL: 5 * time.Second, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
 		PprofAddr: "127.0.0.1:6060", ChunkSize: 16 << 20, ChunkUploadConcurrency: 5, UploadSessionTTL: 2 * time.Hour,
+		S3Port: 9000, S3Domain: "s3.example.com", S3Region: "eu-west-3", RootAccessKey: "root-key", RootSecretKey: "root-secret", APIAuth: "open",
 	}, c)
 	require.Equal(t, "127.0.0.1:9090", c.Addr())
 }

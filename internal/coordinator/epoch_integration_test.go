@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/metastore"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -73,7 +74,7 @@ func TestStartingBehindOnEpochsRunsTheOwedRebalance(t *testing.T) {
 		require.True(t, hasLog(h, "catch-up rebalance completed"))
 		for _, id := range ids {
 			if contains(rg.Preference(id, 3), "node-4") {
-				require.FileExists(t, spare.DataDir+"/"+id[0:2]+"/"+id[2:4]+"/"+id)
+				require.True(t, blobfault.Holds(t, spare.DataDir, id), "node-4 holds %s", id)
 			}
 		}
 	})

@@ -13,7 +13,6 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/openapi/openapitest"
@@ -91,7 +91,10 @@ func newHarness(t *testing.T, kind string, n int, env map[string]string) *harnes
 	}
 	maps.Copy(base, env)
 	h := &harness{t: t, env: base, nodes: map[string]*nodetest.Node{}, addrs: map[string]string{},
-		dirs: map[string]string{}, nodeEnv: map[string]string{}, logs: &syncBuffer{}}
+		dirs: map[string]string{}, logs: &syncBuffer{},
+		// The tests here find and damage copies by their paths in the files
+		// layout (blobPath); e2e runs the faults in both layouts.
+		nodeEnv: map[string]string{"STORAGE_LAYOUT": "files"}}
 	if tok := base["CLUSTER_TOKEN"]; tok != "" {
 		h.nodeEnv["CLUSTER_TOKEN"] = tok
 	}
@@ -365,10 +368,10 @@ func (h *harness) blobPath(id, fid string) string {
 	return filepath.Join(h.dirs[id], fid[0:2], fid[2:4], fid)
 }
 
-// holds reports whether node id has the file's blob on disk.
+// holds reports whether node id has the file's blob on disk (in either
+// layout).
 func (h *harness) holds(id, fid string) bool {
-	_, err := os.Stat(h.blobPath(id, fid))
-	return err == nil
+	return blobfault.Holds(h.t, h.dirs[id], fid)
 }
 
 // holders lists the nodes with the file's blob on disk.
@@ -390,15 +393,11 @@ func (h *harness) sortedNodes() []string {
 	return sortStrings(ids)
 }
 
-// corrupt flips one byte of node id's copy of the file on disk.
+// corrupt flips one byte of node id's copy of the file on disk (in either
+// layout).
 func (h *harness) corrupt(id, fid string) {
 	h.t.Helper()
-	p := h.blobPath(id, fid)
-	b, err := os.ReadFile(p)
-	require.NoError(h.t, err)
-	require.NotEmpty(h.t, b)
-	b[len(b)/2] ^= 0xff
-	require.NoError(h.t, os.WriteFile(p, b, 0o644))
+	blobfault.FlipByte(h.t, h.dirs[id], fid)
 }
 
 func sha(b []byte) string {

@@ -31,6 +31,7 @@ const (
 	NoSpace                   // the storage device is full
 	Corrupt                   // stored bytes do not match their checksum
 	Unsatisfiable             // a Range header that no byte of the blob satisfies
+	Forbidden                 // valid credentials that may not do this
 )
 
 // Stable API error codes, the "error" field of every error answer. Clients
@@ -60,6 +61,17 @@ const (
 	CodePartOrder           = "INVALID_PART_ORDER"   // Invalid: a completion's parts are not in increasing order
 )
 
+// Codes of access keys and the S3 namespace.
+const (
+	CodeForbidden         = "FORBIDDEN"                  // Forbidden: the key may not do this (an admin path, another key's bucket)
+	CodeBucketNotFound    = "BUCKET_NOT_FOUND"           // NotFound: no such S3 bucket
+	CodeObjectNotFound    = "OBJECT_NOT_FOUND"           // NotFound: no such key in the bucket
+	CodeAccessKeyNotFound = "ACCESS_KEY_NOT_FOUND"       // NotFound: no such access key
+	CodeBucketNotEmpty    = "BUCKET_NOT_EMPTY"           // Conflict: the bucket still holds objects
+	CodeBucketExists      = "BUCKET_EXISTS"              // Conflict: the bucket name is taken
+	CodeMultipartNotFound = "MULTIPART_UPLOAD_NOT_FOUND" // NotFound: no such S3 multipart upload
+)
+
 type kindRow struct {
 	name   string
 	status int
@@ -81,6 +93,7 @@ var kinds = [...]kindRow{
 	NoSpace:       {"no space", http.StatusInsufficientStorage, CodeInsufficientStorage},
 	Corrupt:       {"corrupt", http.StatusUnprocessableEntity, CodeChecksumMismatch},
 	Unsatisfiable: {"unsatisfiable", http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfiable},
+	Forbidden:     {"forbidden", http.StatusForbidden, CodeForbidden},
 }
 
 func (k Kind) String() string {

@@ -34,7 +34,7 @@ func TestKindOfStatusReadsTheTableBack(t *testing.T) {
 	for _, k := range allKinds() {
 		require.Equal(t, k, KindOfStatus(k.Status()), "%v answers %d", k, k.Status())
 	}
-	for _, status := range []int{0, http.StatusOK, http.StatusFound, http.StatusForbidden, http.StatusMethodNotAllowed, http.StatusBadGateway, http.StatusGatewayTimeout} {
+	for _, status := range []int{0, http.StatusOK, http.StatusFound, http.StatusMethodNotAllowed, http.StatusBadGateway, http.StatusGatewayTimeout} {
 		require.Equal(t, Other, KindOfStatus(status), "status %d", status)
 	}
 }

@@ -334,17 +334,23 @@ func TestAbortAndExpiryRemoveASessionsChunks(t *testing.T) {
 	require.Eventually(t, empty, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, errs.CodeUploadNotFound, errs.CodeOf(s.AbortSession(ctx, sess.ID)))
 
-	// UPLOAD_SESSION_TTL: a session past it is refused and then removed.
-	short, _ := chunkedService(t, nodes, ids, func(o *Options) { o.SessionTTL = 50 * time.Millisecond })
+	// UPLOAD_SESSION_TTL: a session past it is refused and then removed. The
+	// service's clock is the test's, so a slow part cannot expire it early.
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	short, _ := chunkedService(t, nodes, ids, func(o *Options) {
+		o.SessionTTL = 50 * time.Millisecond
+		o.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
 	sess, err = short.CreateSession(ctx, SessionSpec{FileName: "f"})
 	require.NoError(t, err)
-	require.WithinDuration(t, sess.CreatedAt.Add(50*time.Millisecond), sess.ExpiresAt, time.Millisecond)
+	require.Equal(t, sess.CreatedAt.Add(50*time.Millisecond), sess.ExpiresAt)
 	_, err = short.PutPart(ctx, sess.ID, 1, bytes.NewReader(randomBytes(t, 10)), -1)
 	require.NoError(t, err)
 	n, err := short.ExpireSessions(ctx, 10)
 	require.NoError(t, err)
 	require.Zero(t, n, "not expired yet")
-	time.Sleep(60 * time.Millisecond)
+	clock.Add(int64(60 * time.Millisecond))
 	_, err = short.PutPart(ctx, sess.ID, 2, bytes.NewReader(randomBytes(t, 10)), -1)
 	require.Equal(t, errs.CodeUploadNotFound, errs.CodeOf(err))
 	n, err = short.ExpireSessions(ctx, 10)

@@ -56,6 +56,9 @@ type Options struct {
 	Cluster    Cluster
 	Reconciler Reconciler
 	Logger     *slog.Logger
+	// Now is the clock upload sessions are created and expire by; nil is
+	// time.Now.
+	Now func() time.Time
 
 	ReplicationFactor int
 	MaxFileSize       int64
@@ -172,6 +175,9 @@ func New(o Options) (*Service, error) {
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 24 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.SpoolDir == "" {
 		return nil, errs.E(errs.Invalid, "files: SpoolDir is required")

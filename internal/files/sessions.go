@@ -77,7 +77,7 @@ func (s *Service) CreateSession(ctx context.Context, spec SessionSpec) (Session,
 	if err != nil {
 		return Session{}, err
 	}
-	now := time.Now()
+	now := s.opt.Now()
 	u := meta.UploadSession{
 		ID: uuid.NewString(), FileName: cleanFileName(spec.FileName), ContentType: cleanContentType(spec.ContentType),
 		ExpectedSHA256: want, CreatedAt: now, ExpiresAt: now.Add(s.opt.SessionTTL),
@@ -98,7 +98,7 @@ func (s *Service) liveSession(ctx context.Context, id string) (meta.UploadSessio
 	if err != nil {
 		return u, nil, err
 	}
-	if !time.Now().Before(u.ExpiresAt) {
+	if !s.opt.Now().Before(u.ExpiresAt) {
 		return meta.UploadSession{}, nil, uploadNotFound(id)
 	}
 	return u, parts, nil
@@ -319,7 +319,7 @@ func (s *Service) AbortSession(ctx context.Context, sessionID string) error {
 // ExpireSessions removes, with their chunks, the sessions whose time is up,
 // up to limit of them; the repair loop calls it. It returns how many went.
 func (s *Service) ExpireSessions(ctx context.Context, limit int) (int, error) {
-	ids, err := s.opt.Store.ExpiredSessions(ctx, time.Now(), limit)
+	ids, err := s.opt.Store.ExpiredSessions(ctx, s.opt.Now(), limit)
 	if err != nil {
 		return 0, err
 	}

@@ -43,6 +43,10 @@ func handlerAnswers() map[answer]bool {
 	}
 	add(rules.FileNotFound("example"))
 	add(rules.NodeNotFound("example"))
+	add(rules.AccessKeyNotFound("example"))
+	add(rules.BucketNotFound("example"))
+	add(rules.ObjectNotFound("example", "example"))
+	add(rules.BucketExists("example"))
 	add(rules.Unavailable(nil, "example"))
 	// internal/files keeps this error unexported: an upload to an empty ring.
 	add(errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring"))
@@ -63,24 +67,40 @@ var codeBelongs = map[string]func(method, path string, op *openapi3.Operation) b
 	errs.CodeNotFound:     func(string, string, *openapi3.Operation) bool { return false },
 	errs.CodeFileNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{fileId}") },
 	errs.CodeNodeNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{nodeId}") },
+	errs.CodeAccessKeyNotFound: func(_, path string, _ *openapi3.Operation) bool {
+		return strings.Contains(path, "{accessKey}")
+	},
+	errs.CodeBucketNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{bucket}/") },
+	errs.CodeObjectNotFound: func(_, path string, _ *openapi3.Operation) bool { return strings.HasSuffix(path, "/object") },
+	errs.CodeBucketExists:   func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "PUT /api/buckets/{bucket}" },
 	// Only a route behind requireToken checks a token, and the document
 	// says so with a security requirement.
 	errs.CodeUnauthorized: func(_, _ string, op *openapi3.Operation) bool { return op.Security != nil && len(*op.Security) > 0 },
 	errs.CodeNoHealthyNodes: func(m, p string, _ *openapi3.Operation) bool {
-		return m+" "+p == "POST /api/files" || m+" "+p == partPut
+		return uploads(m, p) || m+" "+p == partPut
 	},
 	errs.CodeFileTooLarge: func(m, p string, _ *openapi3.Operation) bool {
-		return m+" "+p == "POST /api/files" || m+" "+p == partPut
+		return uploads(m, p) || m+" "+p == partPut
 	},
 	errs.CodeUploadNotFound:      func(_, path string, _ *openapi3.Operation) bool { return strings.Contains(path, "{uploadId}") },
 	errs.CodeMissingPart:         func(_, path string, _ *openapi3.Operation) bool { return strings.HasSuffix(path, "/complete") },
 	errs.CodePartOrder:           func(_, path string, _ *openapi3.Operation) bool { return strings.HasSuffix(path, "/complete") },
-	errs.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "GET /api/files/{fileId}" },
+	errs.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return downloads(m, p) },
 	errs.CodeUnsafeDrain:         func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "DELETE /api/nodes/{nodeId}" },
 }
 
 // partPut is the operation that sends one part of an upload session.
 const partPut = "PUT /api/uploads/{uploadId}/parts/{partNumber}"
+
+// uploads and downloads say whether an operation stores or serves a file's
+// bytes: by id, or as a named object.
+func uploads(m, p string) bool {
+	return m+" "+p == "POST /api/files" || m+" "+p == "PUT /api/buckets/{bucket}/object"
+}
+
+func downloads(m, p string) bool {
+	return m+" "+p == "GET /api/files/{fileId}" || m+" "+p == "GET /api/buckets/{bucket}/object"
+}
 
 const errorSchema = "#/components/schemas/Error"
 

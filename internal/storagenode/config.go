@@ -61,9 +61,11 @@ type Config struct {
 	SyncBatchMax int64
 	// Layout is how the data directory keeps blobs (STORAGE_LAYOUT): files,
 	// one file and a checksum sidecar per blob, or volumes, small blobs
-	// appended to volume files with group commit. Default files. A
-	// directory keeps the layout it was created with: another one over it
-	// stops the node at start.
+	// appended to volume files with group commit. A directory keeps the
+	// layout it was created with: another one named over it stops the node
+	// at start. Unset ("") is the default: the layout of the directory
+	// (blob.DirectoryLayout; files for one from before layouts were
+	// recorded), volumes for a new directory.
 	Layout blob.Layout
 	// VolumeSize is, in the volumes layout, the length at which a volume is
 	// sealed and a new one started (STORAGE_VOLUME_SIZE; default 1GiB).
@@ -129,7 +131,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.SyncBatchMax = l.Size("STORAGE_SYNC_BATCH_MAX", blob.DefaultBatchSyncMax)
-	c.Layout = blob.Layout(l.OneOf("STORAGE_LAYOUT", string(blob.LayoutFiles), string(blob.LayoutFiles), string(blob.LayoutVolumes)))
+	c.Layout = blob.Layout(l.OneOf("STORAGE_LAYOUT", "", string(blob.LayoutFiles), string(blob.LayoutVolumes)))
 	c.VolumeSize = l.Size("STORAGE_VOLUME_SIZE", blob.DefaultVolumeSize)
 	c.InlineMax = l.Size("STORAGE_INLINE_MAX", blob.DefaultInlineMax)
 	threshold, thresholdErr := parseShare(l.String("STORAGE_COMPACT_THRESHOLD", "30%"))
@@ -214,7 +216,7 @@ func (c Config) Validate() error {
 		bad("STORAGE_SYNC_BATCH_MAX", fmt.Sprint(c.SyncBatchMax), "must be positive (STORAGE_SYNC_MODE=file fsyncs every copy alone)")
 	}
 	switch c.Layout {
-	case blob.LayoutFiles, blob.LayoutVolumes:
+	case "", blob.LayoutFiles, blob.LayoutVolumes:
 	default:
 		bad("STORAGE_LAYOUT", string(c.Layout), "must be files or volumes")
 	}

@@ -29,7 +29,7 @@ func TestConfigDefaults(t *testing.T) {
 		CapacityBytes:        0,
 		SyncMode:             blob.DefaultSyncMode(),
 		SyncBatchMax:         blob.DefaultBatchSyncMax,
-		Layout:               blob.LayoutFiles,
+		Layout:               "", // the data directory's own, volumes for a new one
 		VolumeSize:           blob.DefaultVolumeSize,
 		InlineMax:            blob.DefaultInlineMax,
 		CompactThreshold:     0.3,

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -161,10 +162,11 @@ func TestNoCoordinatorURLDisablesRegistration(t *testing.T) {
 }
 
 // TestShutdownFinishesRequestsInFlight stops a node while an upload is half
-// sent: the upload still completes, and the node then stops.
+// sent: the upload still completes, and the node then stops. The blob is
+// above STORAGE_INLINE_MAX, so that it goes to a temp file in either layout.
 func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 	n := startNode(t, nil)
-	data := bytes.Repeat([]byte("z"), 1<<20)
+	data := bytes.Repeat([]byte("z"), blob.DefaultInlineMax+1<<10)
 	pr, pw := io.Pipe()
 	req, err := http.NewRequest(http.MethodPut, n.URL+"/internal/blobs/"+uuid.NewString(), pr)
 	require.NoError(t, err)

@@ -60,16 +60,33 @@ func New(cfg Config, logger *slog.Logger, registry *prometheus.Registry) (*Serve
 	return s, nil
 }
 
+// DefaultLayout is the layout of a new data directory when STORAGE_LAYOUT
+// is unset.
+const DefaultLayout = blob.LayoutVolumes
+
 // openStore opens the data directory in the configured layout and logs what
 // it found. A directory holding another layout is an error naming
-// STORAGE_LAYOUT.
+// STORAGE_LAYOUT. With none configured, a directory keeps its own layout
+// and a new one gets DefaultLayout.
 func openStore(cfg Config, logger *slog.Logger) (blob.Store, error) {
+	from := "STORAGE_LAYOUT"
+	if cfg.Layout == "" {
+		l, err := blob.DirectoryLayout(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		from = "the data directory"
+		if l == "" {
+			l, from = DefaultLayout, "the default for a new data directory"
+		}
+		cfg.Layout = l
+	}
 	opts := blob.Options{
 		CapacityBytes: cfg.CapacityBytes, SyncMode: cfg.SyncMode, BatchSyncMax: cfg.SyncBatchMax, Owner: "storage node",
 		VolumeSize: cfg.VolumeSize, InlineMax: cfg.InlineMax, CompactThreshold: cfg.CompactThreshold, Logger: logger.With("node_id", cfg.NodeID),
 	}
 	logRecovery := func(dir, id string, rec blob.Recovery, attrs ...any) {
-		logger.Info("data directory opened", append([]any{"dir", dir, "disk_id", id, "layout", cfg.Layout, "blobs", rec.Blobs, "bytes", rec.Bytes,
+		logger.Info("data directory opened", append([]any{"dir", dir, "disk_id", id, "layout", cfg.Layout, "layout_from", from, "blobs", rec.Blobs, "bytes", rec.Bytes,
 			"temp_files_removed", rec.TempFilesRemoved, "orphans_removed", rec.OrphansRemoved, "sync_mode", cfg.SyncMode,
 			"sync_batch_max", cfg.SyncBatchMax}, attrs...)...)
 	}

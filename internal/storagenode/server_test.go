@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
@@ -164,10 +165,10 @@ func TestChecksumEndpoint(t *testing.T) {
 	require.Equal(t, wire.ChecksumReport{ID: id, Size: int64(len(data)), StoredChecksum: checksum(data), ActualChecksum: checksum(data), Intact: true},
 		decode[wire.ChecksumReport](t, body))
 
-	p := filepath.Join(n.DataDir, id[:2], id[2:4], id)
-	rotten := []byte("bytes that will rot")
-	rotten[0] ^= 0x01
-	require.NoError(t, os.WriteFile(p, rotten, 0o640))
+	blobfault.FlipByte(t, n.DataDir, id)
+	rotten, held := blobfault.Read(t, n.DataDir, id)
+	require.True(t, held)
+	require.NotEqual(t, data, rotten)
 	resp, body = n.request(t, http.MethodGet, "/internal/blobs/"+id+"/checksum", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, wire.ChecksumReport{ID: id, Size: int64(len(data)), StoredChecksum: checksum(data), ActualChecksum: checksum(rotten), Intact: false},
@@ -391,7 +392,9 @@ func TestMetrics(t *testing.T) {
 
 // TestSyncModeVariable shows STORAGE_SYNC_MODE taking effect: the node logs
 // and labels its mode, and only batch mode counts shared syncs, two for a
-// write and one for a delete.
+// write and one for a delete. These are the syncs of blobs kept in files of
+// their own, every blob in the files layout (the volumes layout's records
+// share group commits instead, TestLayoutVariables).
 func TestSyncModeVariable(t *testing.T) {
 	for _, tc := range []struct {
 		mode         blob.SyncMode
@@ -404,7 +407,7 @@ func TestSyncModeVariable(t *testing.T) {
 			if tc.mode == blob.SyncBatch && blob.BatchSyncSupported() != nil {
 				t.Skipf("batch sync mode: %v", blob.BatchSyncSupported())
 			}
-			n := startNode(t, map[string]string{"STORAGE_SYNC_MODE": string(tc.mode)})
+			n := startNode(t, map[string]string{"STORAGE_SYNC_MODE": string(tc.mode), "STORAGE_LAYOUT": "files"})
 			opened := n.Logs("data directory opened")
 			require.Len(t, opened, 1)
 			require.Equal(t, string(tc.mode), opened[0]["sync_mode"])
@@ -424,12 +427,13 @@ func TestSyncModeVariable(t *testing.T) {
 }
 
 // TestSyncBatchMaxVariable shows STORAGE_SYNC_BATCH_MAX taking effect: in
-// batch mode a copy over it shares no sync, one within it waits for two.
+// batch mode a copy over it shares no sync, one within it waits for two (in
+// files of their own: the files layout, as TestSyncModeVariable says).
 func TestSyncBatchMaxVariable(t *testing.T) {
 	if err := blob.BatchSyncSupported(); err != nil {
 		t.Fatalf("batch sync mode is needed here: %v", err)
 	}
-	n := startNode(t, map[string]string{"STORAGE_SYNC_MODE": "batch", "STORAGE_SYNC_BATCH_MAX": "16"})
+	n := startNode(t, map[string]string{"STORAGE_SYNC_MODE": "batch", "STORAGE_SYNC_BATCH_MAX": "16", "STORAGE_LAYOUT": "files"})
 	resp, _ := n.put(t, uuid.NewString(), []byte("seventeen bytes!!"))
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 	require.Zero(t, counterValue(t, n, "dfs_node_sync_batch_waits_total"), "a copy over the limit syncs alone")
@@ -566,4 +570,65 @@ func TestLayoutVariables(t *testing.T) {
 	_, err := newServer(t, cfg)
 	require.ErrorContains(t, err, "STORAGE_LAYOUT=files")
 	require.ErrorContains(t, err, `holds the "volumes" layout`)
+}
+
+// TestDefaultLayout shows STORAGE_LAYOUT unset: a new data directory gets
+// the volumes layout, and an existing one keeps its own, including one
+// written by the files layout before layouts were recorded, which opens as
+// files with its blobs served (upgrading a node changes nothing on disk but
+// the record); naming the other layout over it is still refused.
+func TestDefaultLayout(t *testing.T) {
+	small := []byte("a small blob")
+	n := startNode(t, nil)
+	opened := n.Logs("data directory opened")
+	require.Len(t, opened, 1)
+	require.Equal(t, "volumes", opened[0]["layout"])
+	require.Equal(t, "the default for a new data directory", opened[0]["layout_from"])
+	id := uuid.NewString()
+	resp, _ := n.put(t, id, small)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.FileExists(t, filepath.Join(n.DataDir, "volumes", "00000001.vol"))
+	require.NoError(t, n.Stop())
+	again := startNode(t, map[string]string{"STORAGE_DATA_DIRECTORY": n.DataDir})
+	opened = again.Logs("data directory opened")
+	require.Equal(t, "volumes", opened[0]["layout"])
+	require.Equal(t, "the data directory", opened[0]["layout_from"])
+	_, body := again.request(t, http.MethodGet, "/internal/blobs/"+id, nil, nil)
+	require.Equal(t, small, body)
+	require.NoError(t, again.Stop())
+
+	// A directory of the files layout from before the record: blobs, their
+	// sidecars and an identity, no layout file.
+	old := startNode(t, map[string]string{"STORAGE_LAYOUT": "files"})
+	oldID := uuid.NewString()
+	resp, _ = old.put(t, oldID, small)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.NoError(t, old.Stop())
+	require.NoError(t, os.Remove(filepath.Join(old.DataDir, "layout")))
+	l, err := blob.DirectoryLayout(old.DataDir)
+	require.NoError(t, err)
+	require.Equal(t, blob.LayoutFiles, l, "a directory without a record but with an identity is the files layout's")
+
+	upgraded := startNode(t, map[string]string{"STORAGE_DATA_DIRECTORY": old.DataDir})
+	opened = upgraded.Logs("data directory opened")
+	require.Equal(t, "files", opened[0]["layout"])
+	require.Equal(t, "the data directory", opened[0]["layout_from"])
+	require.Equal(t, 1.0, opened[0]["blobs"], "the old blob was found")
+	_, body = upgraded.request(t, http.MethodGet, "/internal/blobs/"+oldID, nil, nil)
+	require.Equal(t, small, body)
+	newID := uuid.NewString()
+	resp, _ = upgraded.put(t, newID, small)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.FileExists(t, filepath.Join(old.DataDir, newID[0:2], newID[2:4], newID), "new blobs go on in the directory's layout")
+	require.NoDirExists(t, filepath.Join(old.DataDir, "volumes"), "no mixing")
+	require.NoError(t, upgraded.Stop())
+	b, err := os.ReadFile(filepath.Join(old.DataDir, "layout"))
+	require.NoError(t, err)
+	require.Equal(t, "files\n", string(b), "the layout is recorded now")
+
+	cfg := upgraded.Config
+	cfg.Layout = blob.LayoutVolumes
+	_, err = newServer(t, cfg)
+	require.ErrorContains(t, err, "STORAGE_LAYOUT=volumes")
+	require.ErrorContains(t, err, `holds the "files" layout`)
 }

@@ -89,13 +89,6 @@ func TestParseProcFiles(t *testing.T) {
 	require.EqualValues(t, 990, total)
 }
 
-func TestIsUUID(t *testing.T) {
-	require.True(t, isUUID("3f2b9c1e-7d4a-4b8e-9f00-123456789abc"))
-	for _, s := range []string{"3f2b9c1e-7d4a-4b8e-9f00-123456789abc.sha256", ".tmp-3f2b9c1e", "3F2B9C1E-7D4A-4B8E-9F00-123456789ABC", "3f2b9c1e07d4a-4b8e-9f00-123456789abc"} {
-		require.False(t, isUUID(s), s)
-	}
-}
-
 func TestClosedLoopCountsOnlyTheWindow(t *testing.T) {
 	calls := 0
 	r := closedLoop(context.Background(), 1, 20*time.Millisecond, 50*time.Millisecond, func(context.Context, int, int) error {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/localcluster"
 	"github.com/dfs-project/dfs/load-test/harness"
@@ -231,36 +231,16 @@ func parseMetric(r io.Reader, sample string) (float64, error) {
 	return 0, sc.Err()
 }
 
-// blobIDs returns the ids of the blobs under a storage node's data
-// directory: files named by a UUID (sidecars and temporary files have other
-// names).
+// blobIDs returns the ids of the blobs a storage node's data directory
+// holds, in either layout (blob.LocateCopies).
 func blobIDs(dir string) (map[string]bool, error) {
-	ids := map[string]bool{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && isUUID(d.Name()) {
-			ids[d.Name()] = true
-		}
-		return nil
-	})
-	return ids, err
-}
-
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
+	locs, err := blob.LocateCopies(dir)
+	if err != nil {
+		return nil, err
 	}
-	for i, c := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
-			return false
-		}
+	ids := make(map[string]bool, len(locs))
+	for id := range locs {
+		ids[id] = true
 	}
-	return true
+	return ids, nil
 }

@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "small-volumes", "cached", "large", "rss", "rss-cli", "rebalance"}
+var allPhases = []string{"baseline", "small", "small-volumes", "s3", "cached", "large", "rss", "rss-cli", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -231,6 +231,9 @@ func run(args []string) int {
 	if phases["small-volumes"] {
 		step("small-volumes", b.smallVolumes)
 	}
+	if phases["s3"] {
+		step("s3", b.s3Small)
+	}
 	if phases["cached"] {
 		step("cached", b.cached)
 	}
@@ -313,6 +316,7 @@ func (b *bench) addRows() {
 	r.row(dfsRebPaced+rebWall, "", 0, "")
 	r.row(dfsRebPaced+rebClientP+"50", dfsReb+rebClientP+"50", 0, "")
 	r.row(dfsRebPaced+rebClientP+"99", dfsReb+rebClientP+"99", 0, "")
+	b.s3Rows()
 }
 
 // machine describes this machine from /proc.

@@ -31,3 +31,9 @@ func BenchmarkStore(b *testing.B) {
 		return openTest(b, testenv.NewPostgresDB(b))
 	})
 }
+
+func TestNamespaceConformance(t *testing.T) {
+	metatest.RunNamespace(t, func(t *testing.T) metatest.NamespaceStore {
+		return openTest(t, testenv.NewPostgresDB(t))
+	})
+}

@@ -43,3 +43,25 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+func TestNamespaceConformance(t *testing.T) {
+	metatest.RunNamespace(t, func(t *testing.T) metatest.NamespaceStore { return openTest(t) })
+}
+
+// TestListingIsARangeRead checks that a page of keys is read from the
+// primary key's range, never by scanning the bucket.
+func TestListingIsARangeRead(t *testing.T) {
+	s := openTest(t)
+	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+objectsAfterSQL, "b", []byte("a"), []byte("a"), []byte("b"), 10)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"SEARCH objects USING PRIMARY KEY (bucket=? AND object_key>? AND object_key<?)"}, plan)
+}

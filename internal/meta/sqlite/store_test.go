@@ -99,6 +99,10 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	require.NoError(t, s.CreateFile(ctx, rec))
 	// Back to version 1 as it was shipped.
 	for _, q := range []string{
+		`DROP TABLE multipart_uploads`,
+		`DROP TABLE objects`,
+		`DROP TABLE buckets`,
+		`DROP TABLE access_keys`,
 		`DROP TABLE upload_parts`,
 		`DROP TABLE upload_sessions`,
 		`DROP INDEX files_parent_idx`,

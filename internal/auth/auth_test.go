@@ -1,0 +1,161 @@
+package auth_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/auth"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
+	"github.com/dfs-project/dfs/internal/sigv4"
+)
+
+const (
+	rootKey    = "ROOTKEY"
+	rootSecret = "root-secret-123"
+)
+
+func openStore(t *testing.T) *sqlite.Store {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "metadata.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newKeys(t *testing.T, store auth.Store, root, secret string) *auth.Keys {
+	k, err := auth.New(store, root, secret, nil)
+	require.NoError(t, err)
+	return k
+}
+
+func TestKeysLifecycle(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	keys := newKeys(t, store, rootKey, rootSecret)
+
+	gen, err := keys.Create(ctx, "backup", "", "", false)
+	require.NoError(t, err)
+	require.Regexp(t, `^DFS[A-Z2-7]{17}$`, gen.AccessKey)
+	require.GreaterOrEqual(t, len(gen.SecretKey), 40)
+	mine, err := keys.Create(ctx, "ops", "ops-key", "ops-secret-1", true)
+	require.NoError(t, err)
+	require.Equal(t, "ops-secret-1", mine.SecretKey)
+
+	for name, tc := range map[string]struct{ name, ak, sk string }{
+		"empty name":     {"", "", ""},
+		"short secret":   {"x", "good-key", "short"},
+		"bad access key": {"x", "no spaces allowed", "long-enough-secret"},
+		"the root key":   {"x", rootKey, "long-enough-secret"},
+	} {
+		_, err := keys.Create(ctx, tc.name, tc.ak, tc.sk, false)
+		require.Error(t, err, name)
+	}
+	_, err = keys.Create(ctx, "again", "ops-key", "another-secret", false)
+	require.Equal(t, errs.Conflict, errs.KindOf(err))
+
+	listed, err := keys.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, listed, 2)
+	for _, k := range listed {
+		require.Empty(t, k.SecretKey, "a listing never shows a secret")
+	}
+
+	// The store keeps the secret sealed, never as it was given.
+	rec, err := store.GetAccessKey(ctx, "ops-key")
+	require.NoError(t, err)
+	require.NotContains(t, rec.Secret, "ops-secret-1")
+	got, err := keys.Secret(ctx, "ops-key")
+	require.NoError(t, err)
+	require.Equal(t, "ops-secret-1", got)
+
+	// Another root secret cannot unseal it: the key is then unknown.
+	other := newKeys(t, store, rootKey, "a-different-root-secret")
+	_, err = other.Secret(ctx, "ops-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey)
+
+	require.Error(t, keys.Delete(ctx, rootKey), "the root key is not revoked through the API")
+	require.NoError(t, keys.Delete(ctx, "ops-key"))
+	_, err = keys.Secret(ctx, "ops-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey)
+	require.Equal(t, errs.CodeAccessKeyNotFound, errs.CodeOf(keys.Delete(ctx, "ops-key")))
+
+	_, err = newKeys(t, store, "", "").Create(ctx, "x", "", "", false)
+	require.Equal(t, errs.Invalid, errs.KindOf(err), "no key without a root key")
+}
+
+func TestRESTAuthentication(t *testing.T) {
+	ctx := context.Background()
+	keys := newKeys(t, openStore(t), rootKey, rootSecret)
+	user, err := keys.Create(ctx, "user", "user-key", "user-secret", false)
+	require.NoError(t, err)
+	handler := keys.REST(&sigv4.Verifier{Region: "us-east-1", Secrets: keys.Secret})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := auth.FromContext(r.Context())
+		_, _ = io.WriteString(w, id.AccessKey)
+	}))
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+
+	call := func(method, path, key, secret string, sign bool) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		require.NoError(t, err)
+		switch {
+		case sign:
+			sum := sha256.Sum256(nil)
+			h := hex.EncodeToString(sum[:])
+			req.Header.Set("X-Amz-Content-Sha256", h)
+			require.NoError(t, v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}, req, h, "dfs", "us-east-1", time.Now()))
+		case key != "":
+			req.SetBasicAuth(key, secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	cases := []struct {
+		name, method, path, key, secret string
+		sign                            bool
+		status                          int
+		body                            string
+	}{
+		{"no key", "GET", "/api/files", "", "", false, 401, `"UNAUTHORIZED"`},
+		{"root by Basic", "GET", "/api/files", rootKey, rootSecret, false, 200, rootKey},
+		{"user by Basic", "GET", "/api/files", "user-key", user.SecretKey, false, 200, "user-key"},
+		{"wrong secret", "GET", "/api/files", "user-key", "nope", false, 401, `"UNAUTHORIZED"`},
+		{"unknown key", "GET", "/api/files", "nobody", "nope", false, 401, `"UNAUTHORIZED"`},
+		{"user by SigV4", "GET", "/api/files?page=0", "user-key", "user-secret", true, 200, "user-key"},
+		{"bad SigV4", "GET", "/api/files", "user-key", "wrong-secret", true, 401, "SignatureDoesNotMatch"},
+		{"admin path, user key", "POST", "/api/admin/rebalance", "user-key", "user-secret", false, 403, `"FORBIDDEN"`},
+		{"admin path, root key", "POST", "/api/admin/rebalance", rootKey, rootSecret, false, 200, rootKey},
+		{"liveness is open", "GET", "/health/live", "", "", false, 200, ""},
+		{"metrics are open", "GET", "/metrics", "", "", false, 200, ""},
+		{"registration has the cluster token", "POST", "/api/nodes/register", "", "", false, 200, ""},
+		{"the console is not", "GET", "/console/", "", "", false, 401, `"UNAUTHORIZED"`},
+		{"swagger is not", "GET", "/swagger-ui/", "", "", false, 401, `"UNAUTHORIZED"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := call(tc.method, tc.path, tc.key, tc.secret, tc.sign)
+			require.Equal(t, tc.status, status, body)
+			require.True(t, strings.Contains(body, tc.body), "%q lacks %q", body, tc.body)
+		})
+	}
+
+	open := newKeys(t, openStore(t), "", "").REST(&sigv4.Verifier{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	rec := httptest.NewRecorder()
+	open.ServeHTTP(rec, httptest.NewRequest("DELETE", "/api/files/x", nil))
+	require.Equal(t, 200, rec.Code, "without a root key the API stays open")
+}

@@ -1,0 +1,223 @@
+// Package auth holds the access keys and checks who a request comes from:
+// the root key from the environment, the keys kept in the metadata store
+// (their secrets sealed), and the REST API's authentication (HTTP Basic or
+// Signature V4) with its admin-only paths. The S3 front end and the REST
+// API both use it; neither knows how keys are stored.
+package auth
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/sigv4"
+)
+
+// Store is the part of the metadata store that keeps access keys.
+type Store interface {
+	CreateAccessKey(ctx context.Context, k *meta.AccessKey) error
+	GetAccessKey(ctx context.Context, accessKey string) (meta.AccessKey, error)
+	ListAccessKeys(ctx context.Context) ([]meta.AccessKey, error)
+	DeleteAccessKey(ctx context.Context, accessKey string) error
+}
+
+// Key is an access key as the API shows it. Secret is set only in the
+// answer to its creation.
+type Key struct {
+	Name      string    `json:"name"`
+	AccessKey string    `json:"accessKey"`
+	SecretKey string    `json:"secretKey,omitempty"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Keys is the set of access keys: the root key and the stored ones.
+type Keys struct {
+	store      Store
+	rootKey    string
+	rootSecret string
+	aead       cipher.AEAD // seals stored secrets; nil without a root key
+	log        *slog.Logger
+}
+
+// sealPrefix marks a secret sealed with the root secret's key (version 1).
+const sealPrefix = "v1:"
+
+// New returns the keys over store. Without a root key (rootKey empty) no
+// key can be created: stored secrets are sealed with a key derived from the
+// root secret.
+func New(store Store, rootKey, rootSecret string, log *slog.Logger) (*Keys, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	k := &Keys{store: store, rootKey: rootKey, rootSecret: rootSecret, log: log}
+	if rootKey != "" {
+		sum := sha256.Sum256([]byte("dfs access-key sealing v1\x00" + rootSecret))
+		block, err := aes.NewCipher(sum[:])
+		if err != nil {
+			return nil, err
+		}
+		if k.aead, err = cipher.NewGCM(block); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// Enabled reports whether a root key is set, and so whether requests are
+// checked at all.
+func (k *Keys) Enabled() bool { return k.rootKey != "" }
+
+var (
+	accessKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{3,128}$`)
+	namePattern      = regexp.MustCompile(`^[^\x00-\x1f\x7f]{1,128}$`)
+)
+
+// CheckRoot validates the root key pair from the environment.
+func CheckRoot(accessKey, secret string) error {
+	if !accessKeyPattern.MatchString(accessKey) {
+		return errs.E(errs.Invalid, "ROOT_ACCESS_KEY must be 3 to 128 letters, digits, '.', '_' or '-'")
+	}
+	if len(secret) < 8 || len(secret) > 128 {
+		return errs.E(errs.Invalid, "ROOT_SECRET_KEY must be 8 to 128 characters")
+	}
+	return nil
+}
+
+func (k *Keys) seal(secret string) (string, error) {
+	nonce := make([]byte, k.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return sealPrefix + base64.StdEncoding.EncodeToString(k.aead.Seal(nonce, nonce, []byte(secret), nil)), nil
+}
+
+func (k *Keys) unseal(stored string) (string, bool) {
+	raw, ok := strings.CutPrefix(stored, sealPrefix)
+	if !ok || k.aead == nil {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil || len(b) < k.aead.NonceSize() {
+		return "", false
+	}
+	plain, err := k.aead.Open(nil, b[:k.aead.NonceSize()], b[k.aead.NonceSize():], nil)
+	return string(plain), err == nil
+}
+
+// Create stores a new key; accessKey and secret are generated when empty.
+func (k *Keys) Create(ctx context.Context, name, accessKey, secret string, admin bool) (Key, error) {
+	if !k.Enabled() {
+		return Key{}, errs.E(errs.Invalid, "access keys need a root key: set ROOT_ACCESS_KEY and ROOT_SECRET_KEY")
+	}
+	if !namePattern.MatchString(name) {
+		return Key{}, errs.E(errs.Invalid, "name must be 1 to 128 printable characters")
+	}
+	if accessKey == "" {
+		accessKey = "DFS" + rand.Text()[:17] // base32: 85 random bits
+	}
+	if secret == "" {
+		secret = rand.Text() + rand.Text() // 260 random bits
+	}
+	if err := CheckRoot(accessKey, secret); err != nil {
+		return Key{}, errs.E(errs.Invalid, "%s", strings.NewReplacer("ROOT_ACCESS_KEY", "accessKey", "ROOT_SECRET_KEY", "secretKey").Replace(err.Error()))
+	}
+	if accessKey == k.rootKey {
+		return Key{}, errs.E(errs.Conflict, "access key %s already exists", accessKey)
+	}
+	sealed, err := k.seal(secret)
+	if err != nil {
+		return Key{}, err
+	}
+	rec := meta.AccessKey{AccessKey: accessKey, Name: name, Secret: sealed, Admin: admin}
+	if err := k.store.CreateAccessKey(ctx, &rec); err != nil {
+		return Key{}, err
+	}
+	k.log.Info("access key created", "access_key", accessKey, "name", name, "admin", admin)
+	return Key{Name: name, AccessKey: accessKey, SecretKey: secret, Admin: admin, CreatedAt: rec.CreatedAt}, nil
+}
+
+// List returns every stored key, without secrets.
+func (k *Keys) List(ctx context.Context) ([]Key, error) {
+	recs, err := k.store.ListAccessKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Key, len(recs))
+	for i, r := range recs {
+		out[i] = Key{Name: r.Name, AccessKey: r.AccessKey, Admin: r.Admin, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// Delete revokes a stored key. The root key cannot be revoked here.
+func (k *Keys) Delete(ctx context.Context, accessKey string) error {
+	if accessKey == k.rootKey && k.rootKey != "" {
+		return errs.E(errs.Invalid, "the root key comes from ROOT_ACCESS_KEY and cannot be revoked through the API")
+	}
+	if err := k.store.DeleteAccessKey(ctx, accessKey); err != nil {
+		return err
+	}
+	k.log.Info("access key revoked", "access_key", accessKey)
+	return nil
+}
+
+// Identity is who a request comes from.
+type Identity struct {
+	AccessKey string
+	Admin     bool
+}
+
+// lookup finds a key's secret and whether it is an admin.
+func (k *Keys) lookup(ctx context.Context, accessKey string) (string, bool, error) {
+	if k.rootKey != "" && accessKey == k.rootKey {
+		return k.rootSecret, true, nil
+	}
+	rec, err := k.store.GetAccessKey(ctx, accessKey)
+	if errs.Is(err, errs.NotFound) {
+		return "", false, sigv4.ErrUnknownKey
+	}
+	if err != nil {
+		return "", false, err
+	}
+	secret, ok := k.unseal(rec.Secret)
+	if !ok {
+		k.log.Error("a stored access key's secret cannot be unsealed; was ROOT_SECRET_KEY changed?", "access_key", accessKey)
+		return "", false, sigv4.ErrUnknownKey
+	}
+	return secret, rec.Admin, nil
+}
+
+// Secret is a sigv4.Secrets over the keys.
+func (k *Keys) Secret(ctx context.Context, accessKey string) (string, error) {
+	s, _, err := k.lookup(ctx, accessKey)
+	return s, err
+}
+
+// IsAdmin reports whether accessKey is an admin key.
+func (k *Keys) IsAdmin(ctx context.Context, accessKey string) bool {
+	_, admin, err := k.lookup(ctx, accessKey)
+	return err == nil && admin
+}
+
+// Basic checks an HTTP Basic access key and secret.
+func (k *Keys) Basic(ctx context.Context, accessKey, secret string) (Identity, error) {
+	want, admin, err := k.lookup(ctx, accessKey)
+	if err == sigv4.ErrUnknownKey || (err == nil && subtle.ConstantTimeCompare([]byte(want), []byte(secret)) != 1) {
+		return Identity{}, errs.E(errs.Unauthorized, "the access key or secret is wrong")
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{AccessKey: accessKey, Admin: admin}, nil
+}

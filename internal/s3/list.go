@@ -1,0 +1,124 @@
+package s3
+
+import (
+	"encoding/base64"
+	"encoding/xml"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+type contentXML struct {
+	Key          string
+	LastModified string
+	ETag         string
+	Size         int64
+	StorageClass string
+	Owner        *owner `xml:",omitempty"`
+}
+
+type prefixXML struct {
+	Prefix string
+}
+
+// listBucketResult is both versions' answer; fields a version does not
+// have are left empty and omitted.
+type listBucketResult struct {
+	XMLName               xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
+	Name                  string
+	Prefix                string
+	Delimiter             string `xml:",omitempty"`
+	Marker                *string
+	NextMarker            string `xml:",omitempty"`
+	ContinuationToken     string `xml:",omitempty"`
+	NextContinuationToken string `xml:",omitempty"`
+	StartAfter            string `xml:",omitempty"`
+	KeyCount              *int
+	MaxKeys               int
+	EncodingType          string `xml:",omitempty"`
+	IsTruncated           bool
+	Contents              []contentXML
+	CommonPrefixes        []prefixXML
+}
+
+// maxKeys is S3's page size and its upper bound.
+const maxKeys = 1000
+
+func (s *Server) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
+	b, err := s.ownedBucket(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	n := maxKeys
+	if v := q.Get("max-keys"); v != "" {
+		n, err = strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return invalidArgument("max-keys must be a non-negative integer")
+		}
+		n = min(n, maxKeys)
+	}
+	enc := q.Get("encoding-type")
+	if enc != "" && enc != "url" {
+		return invalidArgument("encoding-type must be url")
+	}
+	lq := meta.ListQuery{Bucket: r.bucket, Prefix: q.Get("prefix"), Delimiter: q.Get("delimiter"), MaxKeys: n}
+	out := listBucketResult{Name: r.bucket, Prefix: lq.Prefix, Delimiter: lq.Delimiter, MaxKeys: n, EncodingType: enc}
+	fetchOwner := !v2 || q.Get("fetch-owner") == "true"
+	if v2 {
+		out.ContinuationToken, out.StartAfter = q.Get("continuation-token"), q.Get("start-after")
+		lq.After = out.StartAfter
+		if t := out.ContinuationToken; t != "" {
+			after, err := base64.RawURLEncoding.DecodeString(t)
+			if err != nil {
+				return invalidArgument("The continuation token provided is incorrect")
+			}
+			lq.After = string(after)
+		}
+	} else {
+		marker := q.Get("marker")
+		out.Marker, lq.After = &marker, marker
+	}
+	page, err := meta.List(r.Context(), s.o.Namespace, lq)
+	if err != nil {
+		return err
+	}
+	esc := func(s string) string {
+		if enc == "url" {
+			return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+		}
+		return s
+	}
+	for _, o := range page.Objects {
+		c := contentXML{Key: esc(o.Key), LastModified: s3Time(o.ModifiedAt), ETag: quote(o.ETag), Size: o.SizeBytes, StorageClass: "STANDARD"}
+		if fetchOwner {
+			c.Owner = &owner{ID: b.Owner, DisplayName: b.Owner}
+		}
+		out.Contents = append(out.Contents, c)
+	}
+	for _, p := range page.Prefixes {
+		out.CommonPrefixes = append(out.CommonPrefixes, prefixXML{Prefix: esc(p)})
+	}
+	out.IsTruncated = page.Truncated
+	if v2 {
+		count := len(page.Objects) + len(page.Prefixes)
+		out.KeyCount = &count
+		if page.Truncated {
+			out.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(page.Next))
+		}
+	} else if page.Truncated {
+		out.NextMarker = esc(page.Next)
+	}
+	if enc == "url" {
+		out.Prefix, out.Delimiter, out.StartAfter = esc(out.Prefix), esc(out.Delimiter), esc(out.StartAfter)
+		if out.Marker != nil {
+			m := esc(*out.Marker)
+			out.Marker = &m
+		}
+	}
+	writeXML(w, http.StatusOK, out)
+	return nil
+}

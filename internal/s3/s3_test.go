@@ -1,0 +1,180 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/byterange"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
+	"github.com/dfs-project/dfs/internal/s3"
+	"github.com/dfs-project/dfs/internal/sigv4"
+)
+
+// memFiles is a file service that keeps files in memory, each also
+// recorded in the store so that objects can refer to it.
+type memFiles struct {
+	store *sqlite.Store
+	mu    sync.Mutex
+	data  map[string][]byte
+}
+
+func (m *memFiles) Upload(ctx context.Context, req files.UploadRequest) (files.UploadResult, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return files.UploadResult{}, errs.Wrap(errs.Invalid, err, "read upload body")
+	}
+	id := uuid.NewString()
+	rec := &meta.FileRecord{File: meta.File{ID: id, Name: req.FileName, ContentType: req.ContentType, SizeBytes: int64(len(b)),
+		Status: meta.FileActive, ReplicationFactor: 1}}
+	if err := m.store.CreateFile(ctx, rec); err != nil {
+		return files.UploadResult{}, err
+	}
+	m.mu.Lock()
+	m.data[id] = b
+	m.mu.Unlock()
+	return files.UploadResult{FileID: id, SizeBytes: int64(len(b))}, nil
+}
+
+func (m *memFiles) Open(_ context.Context, id string, q byterange.Request) (*files.Download, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.data[id]
+	if !ok {
+		return nil, errs.E(errs.NotFound, "no file %s", id)
+	}
+	if r, ok, err := byterange.Parse(q.Range, int64(len(b))); err != nil {
+		return nil, err
+	} else if ok {
+		b = b[r.Start : r.Start+r.Length]
+	}
+	return &files.Download{Body: io.NopCloser(bytes.NewReader(b))}, nil
+}
+
+func (m *memFiles) Delete(ctx context.Context, id string) (files.DeleteResult, error) {
+	m.mu.Lock()
+	delete(m.data, id)
+	m.mu.Unlock()
+	return files.DeleteResult{}, m.store.DeleteFile(ctx, id)
+}
+
+type oneKey struct{}
+
+func (oneKey) Secret(_ context.Context, ak string) (string, error) {
+	if ak != "AK" {
+		return "", sigv4.ErrUnknownKey
+	}
+	return "SECRET-KEY", nil
+}
+func (oneKey) IsAdmin(context.Context, string) bool { return true }
+
+func newServer(t *testing.T, region, domain string) (*httptest.Server, *memFiles) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	mf := &memFiles{store: store, data: map[string][]byte{}}
+	srv := httptest.NewServer(s3.New(s3.Options{Files: mf, Namespace: store, Keys: oneKey{}, Region: region, Domain: domain}))
+	t.Cleanup(srv.Close)
+	return srv, mf
+}
+
+func call(t *testing.T, srv *httptest.Server, method, host, path, region string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	if host != "" {
+		req.Host = host
+	}
+	sum := sha256.Sum256(body)
+	h := hex.EncodeToString(sum[:])
+	req.Header.Set("X-Amz-Content-Sha256", h)
+	require.NoError(t, v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(),
+		aws.Credentials{AccessKeyID: "AK", SecretAccessKey: "SECRET-KEY"}, req, h, "s3", region, time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestVirtualHostedAddressing shows S3_DOMAIN's effect: with it, the host
+// names the bucket; path style keeps working beside it.
+func TestVirtualHostedAddressing(t *testing.T) {
+	srv, _ := newServer(t, "us-east-1", "s3.example.test")
+	status, body := call(t, srv, http.MethodPut, "media.s3.example.test", "/", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = call(t, srv, http.MethodPut, "media.s3.example.test:9000", "/dir/hello.txt", "us-east-1", []byte("hi"))
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = call(t, srv, http.MethodGet, "", "/media/dir/hello.txt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, "hi", body, "the object the virtual host wrote is read by path")
+	status, body = call(t, srv, http.MethodGet, "s3.example.test", "/media?list-type=2", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Key>dir/hello.txt</Key>", "the bare domain is path style")
+
+	plain, _ := newServer(t, "us-east-1", "")
+	status, body = call(t, plain, http.MethodPut, "media.s3.example.test", "/", "us-east-1", nil)
+	require.Equal(t, http.StatusNotImplemented, status, "without S3_DOMAIN the host is not a bucket: %s", body)
+}
+
+// TestRegionIsChecked shows S3_REGION's effect: requests signed for another
+// region are refused.
+func TestRegionIsChecked(t *testing.T) {
+	srv, _ := newServer(t, "eu-west-3", "")
+	status, body := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Contains(t, body, "<Code>AuthorizationHeaderMalformed</Code>")
+	status, body = call(t, srv, http.MethodPut, "", "/bkt", "eu-west-3", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = call(t, srv, http.MethodGet, "", "/bkt?location", "eu-west-3", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, ">eu-west-3</LocationConstraint>")
+}
+
+// TestOverwriteDeletesTheOldFile checks that a key's earlier file is
+// deleted once the key points at the new one, and that a failed upload
+// (a body that does not match its signed hash) leaves the old one intact.
+func TestOverwriteDeletesTheOldFile(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	for _, v := range []string{"one", "two", "three"} {
+		status, body := call(t, srv, http.MethodPut, "", "/bkt/k", "us-east-1", []byte(v))
+		require.Equal(t, http.StatusOK, status, body)
+	}
+	require.Len(t, mf.data, 1, "only the newest file is left")
+
+	req, err := http.NewRequest(http.MethodPut, srv.URL+"/bkt/k", strings.NewReader("tampered"))
+	require.NoError(t, err)
+	sum := sha256.Sum256([]byte("four"))
+	req.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+	require.NoError(t, v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: "AK", SecretAccessKey: "SECRET-KEY"},
+		req, hex.EncodeToString(sum[:]), "s3", "us-east-1", time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, string(b), "XAmzContentSHA256Mismatch")
+	status, body := call(t, srv, http.MethodGet, "", "/bkt/k", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "three", body)
+}

@@ -1,0 +1,241 @@
+// Package s3 is dfs's S3-compatible front end: it turns S3 requests (path
+// style, and virtual-hosted style under a domain) into calls on the file
+// service and the namespace, checks Signature V4 through the access keys,
+// enforces bucket ownership and answers S3's XML, errors included. It is a
+// front end beside the REST API and does not import it.
+package s3
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/objects"
+	"github.com/dfs-project/dfs/internal/sigv4"
+)
+
+// Keys resolves the access keys of signed requests.
+type Keys interface {
+	Secret(ctx context.Context, accessKey string) (string, error)
+	IsAdmin(ctx context.Context, accessKey string) bool
+}
+
+// Options wires the front end.
+type Options struct {
+	Files     objects.Files
+	Namespace meta.Namespace
+	Keys      Keys
+	Region    string // S3_REGION
+	// Domain, when set, enables virtual-hosted addressing: a request to
+	// BUCKET.Domain names BUCKET.
+	Domain string
+	Logger *slog.Logger
+	// Sessions, when set, serves multipart uploads; without it they are
+	// answered 501 NotImplemented.
+	Sessions Sessions
+	// Observe wraps every request, for metrics; nil means none.
+	Observe func(route, method string, status int, seconds float64)
+}
+
+// Server answers S3 requests.
+type Server struct {
+	o        Options
+	verifier *sigv4.Verifier
+	log      *slog.Logger
+	buckets  bucketCache
+	objects  *objects.Service
+}
+
+// New returns the S3 handler.
+func New(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{o: o, log: o.Logger, verifier: &sigv4.Verifier{Region: o.Region, Secrets: o.Keys.Secret},
+		objects: &objects.Service{Files: o.Files, Namespace: o.Namespace, Log: o.Logger}}
+	var h http.Handler = http.HandlerFunc(s.serve)
+	h = httpx.Recover(o.Logger)(h)
+	observe := o.Observe
+	if observe != nil {
+		// One bounded label for the S3 listener, whose paths are bucket and
+		// key names rather than routes.
+		observe = func(_, method string, status int, seconds float64) { o.Observe("s3", method, status, seconds) }
+	}
+	h = httpx.AccessLog(o.Logger, observe)(h)
+	return amzRequestID(h)
+}
+
+// amzRequestID gives every answer a request id under S3's header name too.
+func amzRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := httpx.NewRequestID()
+		w.Header().Set("X-Amz-Request-Id", id)
+		w.Header().Set(httpx.RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(httpx.WithRequestID(r.Context(), id)))
+	})
+}
+
+// request is one S3 call: who sent it and what it names.
+type request struct {
+	*http.Request
+	accessKey string
+	admin     bool
+	bucket    string
+	key       string
+}
+
+// address splits r into bucket and key, by host when virtual-hosted.
+func (s *Server) address(r *http.Request) (bucket, key string) {
+	if s.o.Domain != "" {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if b, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(s.o.Domain)); ok && b != "" {
+			return b, strings.TrimPrefix(r.URL.Path, "/")
+		}
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	bucket, key, _ = strings.Cut(p, "/")
+	return bucket, key
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !sigv4.Signed(r) {
+		writeError(w, r, errAccessDenied)
+		return
+	}
+	ak, err := s.verifier.Verify(r)
+	if err != nil {
+		s.log.Info("S3 request refused", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, r, err)
+		return
+	}
+	req := &request{Request: r, accessKey: ak, admin: s.o.Keys.IsAdmin(r.Context(), ak)}
+	req.bucket, req.key = s.address(r)
+	if err := s.dispatch(w, req); err != nil {
+		writeError(w, r, err)
+	}
+}
+
+// unsupported are the sub-resources dfs does not implement; a request for
+// one is answered 501 rather than as the plain operation it would
+// otherwise look like.
+var unsupported = []string{
+	"acl", "policy", "policyStatus", "cors", "lifecycle", "tagging", "website", "logging", "notification",
+	"replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
+	"accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "ownershipControls",
+	"publicAccessBlock", "requestPayment", "versions", "attributes", "versionId", "renameObject",
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
+	q := r.URL.Query()
+	for _, sub := range unsupported {
+		if q.Has(sub) {
+			return notImplemented("the ?" + sub + " sub-resource")
+		}
+	}
+	switch {
+	case r.bucket == "":
+		if r.Method == http.MethodGet {
+			return s.listBuckets(w, r)
+		}
+	case r.key == "":
+		return s.bucketOp(w, r, q)
+	default:
+		return s.objectOp(w, r, q)
+	}
+	return notImplemented(r.Method + " on the service")
+}
+
+func (s *Server) bucketOp(w http.ResponseWriter, r *request, q map[string][]string) error {
+	has := func(k string) bool { _, ok := q[k]; return ok }
+	switch r.Method {
+	case http.MethodPut:
+		return s.createBucket(w, r)
+	case http.MethodHead:
+		_, err := s.ownedBucket(r)
+		if err == nil {
+			w.WriteHeader(http.StatusOK)
+		}
+		return err
+	case http.MethodDelete:
+		return s.deleteBucket(w, r)
+	case http.MethodGet:
+		switch {
+		case has("location"):
+			return s.bucketLocation(w, r)
+		case has("versioning"):
+			return s.bucketVersioning(w, r)
+		case has("uploads"):
+			return s.multipartOp(w, r, "ListMultipartUploads")
+		case q["list-type"] != nil && q["list-type"][0] == "2":
+			return s.listObjects(w, r, true)
+		default:
+			return s.listObjects(w, r, false)
+		}
+	case http.MethodPost:
+		if has("delete") {
+			return s.deleteObjects(w, r)
+		}
+	}
+	return notImplemented(r.Method + " on a bucket")
+}
+
+func (s *Server) objectOp(w http.ResponseWriter, r *request, q map[string][]string) error {
+	has := func(k string) bool { _, ok := q[k]; return ok }
+	switch r.Method {
+	case http.MethodPut:
+		switch {
+		case has("uploadId") && r.Header.Get("X-Amz-Copy-Source") != "":
+			return s.multipartOp(w, r, "UploadPartCopy")
+		case has("uploadId"):
+			return s.multipartOp(w, r, "UploadPart")
+		case r.Header.Get("X-Amz-Copy-Source") != "":
+			return s.copyObject(w, r)
+		}
+		return s.putObject(w, r)
+	case http.MethodGet, http.MethodHead:
+		if has("uploadId") {
+			return s.multipartOp(w, r, "ListParts")
+		}
+		return s.getObject(w, r)
+	case http.MethodDelete:
+		if has("uploadId") {
+			return s.multipartOp(w, r, "AbortMultipartUpload")
+		}
+		return s.deleteObject(w, r)
+	case http.MethodPost:
+		switch {
+		case has("uploads"):
+			return s.multipartOp(w, r, "CreateMultipartUpload")
+		case has("uploadId"):
+			return s.multipartOp(w, r, "CompleteMultipartUpload")
+		}
+	}
+	return notImplemented(r.Method + " on an object")
+}
+
+// ownedBucket reads the request's bucket and checks that its key may use
+// it: the owner, or an admin.
+func (s *Server) ownedBucket(r *request) (meta.Bucket, error) {
+	return s.bucketFor(r.Context(), r.bucket, r.accessKey, r.admin)
+}
+
+func (s *Server) bucketFor(ctx context.Context, name, accessKey string, admin bool) (meta.Bucket, error) {
+	if checkBucketName(name) != nil {
+		return meta.Bucket{}, errNoSuchBucket
+	}
+	b, err := s.buckets.get(ctx, name, s.o.Namespace.GetBucket)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	if b.Owner != accessKey && !admin {
+		return meta.Bucket{}, errAccessDenied
+	}
+	return b, nil
+}
