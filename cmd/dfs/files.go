@@ -171,17 +171,20 @@ func (cc *clientCmd) putOne(ctx context.Context, path, name string, opts client.
 	p := newProgress(cc.s.err, draw && isTerminal(cc.s.err), name, size, "storing the copies…")
 	var res client.UploadResult
 	var err error
-	if f, ok := r.(*os.File); ok && path != "-" && size > sessionThreshold && opts.IdempotencyKey == "" {
+	whole := true
+	if f, ok := r.(*os.File); ok && path != "-" && size > minChunkSize && opts.IdempotencyKey == "" {
 		st, serr := f.Stat()
 		if serr != nil {
 			return errs.Wrap(errs.Invalid, serr, "")
 		}
 		res, err = cc.putParts(ctx, path, name, f, st, opts.ContentType, cc.parts.parallel, cc.parts.size, cc.parts.resume, p)
-		if err != nil && ctx.Err() != nil {
+		whole = errors.Is(err, errFitsOneChunk)
+		if err != nil && !whole && ctx.Err() != nil {
 			p.done(false)
 			return errs.Wrap(errs.Other, ctx.Err(), "%s: interrupted; the parts stored so far are kept: `dfs put -resume %s` sends the rest", path, path)
 		}
-	} else {
+	}
+	if whole {
 		res, err = cc.c.Upload(ctx, name, p.reader(r), size, opts)
 	}
 	p.done(err == nil)

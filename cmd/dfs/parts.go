@@ -18,10 +18,20 @@ import (
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
-// sessionThreshold is the size above which dfs put sends a file as an
-// upload session's parts: the coordinator's default CHUNK_SIZE, above which
-// it stores the file as chunks anyway.
-const sessionThreshold = 8 << 20
+// A file above the coordinator's CHUNK_SIZE is sent as an upload session's
+// parts (the coordinator stores it as chunks anyway); one at or below it as
+// one upload, so that it stays one blob. The CLI learns CHUNK_SIZE from the
+// session's answer: a file at or below minChunkSize, the smallest CHUNK_SIZE,
+// is one upload without asking; one above maxChunkSize, the largest, is
+// parts without a second thought; one in between opens a session and, when
+// it fits in the answer's chunkSize, aborts it and is sent whole.
+const (
+	minChunkSize = 1 << 20
+	maxChunkSize = 64 << 20
+)
+
+// errFitsOneChunk tells putParts' caller to send the file as one upload.
+var errFitsOneChunk = errors.New("the file fits in one chunk")
 
 // uploadState is what -resume needs to continue an interrupted upload,
 // kept in FILE.dfs-upload beside the file while the upload runs.
@@ -93,6 +103,13 @@ func (cc *clientCmd) putParts(ctx context.Context, path, name string, f *os.File
 		sess, err := cc.c.CreateUpload(ctx, name, ctype, "")
 		if err != nil {
 			return client.UploadResult{}, err
+		}
+		if st.Size() <= maxChunkSize && st.Size() <= sess.ChunkSize {
+			if err := cc.c.AbortUpload(ctx, sess.UploadID); err != nil {
+				// Harmless: the repair loop removes it at UPLOAD_SESSION_TTL.
+				fmt.Fprintf(cc.s.err, "dfs put: %s: could not abort the unneeded upload session %s: %v\n", path, sess.UploadID, err)
+			}
+			return client.UploadResult{}, errFitsOneChunk
 		}
 		state = uploadState{UploadID: sess.UploadID, Server: cc.c.BaseURL(), Size: st.Size(), ModTime: st.ModTime(), PartSize: partSize}
 		if err := saveState(path, state); err != nil {

@@ -25,11 +25,13 @@ import (
 // fakeSessions is the fake coordinator's /api/uploads: parts in memory,
 // with a count of parts in flight and a part number that fails.
 type fakeSessions struct {
-	parts    map[string]map[int][]byte
-	puts     []int // part numbers received, in order
-	inFlight int
-	maxSeen  int
-	failPart int // a PUT of this part answers 503
+	parts     map[string]map[int][]byte
+	puts      []int // part numbers received, in order
+	inFlight  int
+	maxSeen   int
+	failPart  int   // a PUT of this part answers 503
+	chunkSize int64 // the CHUNK_SIZE the sessions' answers name (0: none)
+	aborted   int   // sessions deleted
 }
 
 func (f *fakeCoordinator) routeSessions(route func(string, http.HandlerFunc)) {
@@ -38,8 +40,17 @@ func (f *fakeCoordinator) routeSessions(route func(string, http.HandlerFunc)) {
 		id := uuid.NewString()
 		f.mu.Lock()
 		f.sessions.parts[id] = map[int][]byte{}
+		chunk := f.sessions.chunkSize
 		f.mu.Unlock()
-		httpx.WriteJSON(w, http.StatusCreated, client.UploadSession{UploadID: id, FileName: "f", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)})
+		httpx.WriteJSON(w, http.StatusCreated, client.UploadSession{UploadID: id, FileName: "f", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
+			ChunkSize: chunk})
+	})
+	route("DELETE /api/uploads/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.sessions.parts, r.PathValue("id"))
+		f.sessions.aborted++
+		w.WriteHeader(http.StatusNoContent)
 	})
 	route("GET /api/uploads/{id}", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
@@ -146,4 +157,35 @@ func TestPutSendsALargeFileAsParallelPartsAndResumes(t *testing.T) {
 	code, _, stderr = dfs(t, f.srv.URL, "", "put", "-parallel", "0", path)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "-parallel")
+}
+
+// TestPutLearnsTheCoordinatorsChunkSize: a file at or below the CHUNK_SIZE a
+// session's answer names is sent as one upload (the session aborted), a
+// larger one as parts.
+func TestPutLearnsTheCoordinatorsChunkSize(t *testing.T) {
+	f := newFakeCoordinator(t)
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("0123456789abcdef"), (9<<20)/16) // 9 MiB
+	path := filepath.Join(dir, "mid.bin")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+
+	f.sessions.chunkSize = 16 << 20
+	uploads := f.uploads
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "put", "-part-size", "1MiB", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, uploads+1, f.uploads, "one upload")
+	require.Empty(t, f.sessions.puts, "no part sent")
+	require.Equal(t, 1, f.sessions.aborted, "the session was aborted")
+	require.Empty(t, f.sessions.parts)
+	require.NoFileExists(t, statePath(path))
+	require.Equal(t, data, f.files[strings.Fields(stdout)[0]].data)
+
+	f.sessions.chunkSize = 8 << 20
+	uploads = f.uploads
+	code, stdout, stderr = dfs(t, f.srv.URL, "", "put", "-part-size", "1MiB", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, uploads, f.uploads, "no single upload")
+	require.Len(t, f.sessions.puts, 9)
+	require.Equal(t, 1, f.sessions.aborted)
+	require.Equal(t, data, f.files[strings.Fields(stdout)[0]].data)
 }

@@ -19,6 +19,9 @@ type UploadSession struct {
 	ExpectedChecksum string    `json:"expectedChecksum,omitempty"`
 	CreatedAt        time.Time `json:"createdAt"`
 	ExpiresAt        time.Time `json:"expiresAt"`
+	// ChunkSize is the coordinator's CHUNK_SIZE (0 from one that does not
+	// say): a file at or below it is stored whole by one upload.
+	ChunkSize int64 `json:"chunkSize,omitempty"`
 }
 
 // UploadPart is one part a session has received.
@@ -38,6 +41,7 @@ type UploadDetail struct {
 	ExpectedChecksum string       `json:"expectedChecksum,omitempty"`
 	CreatedAt        time.Time    `json:"createdAt"`
 	ExpiresAt        time.Time    `json:"expiresAt"`
+	ChunkSize        int64        `json:"chunkSize,omitempty"` // as UploadSession's
 	Parts            []UploadPart `json:"parts"`
 }
 

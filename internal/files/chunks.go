@@ -5,10 +5,8 @@ import (
 	"crypto/md5" //nolint:gosec // S3 part ETags are MD5 by definition; nothing here relies on it for integrity
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"hash"
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -196,40 +194,9 @@ func (s *Service) removeBlobs(ids []string) {
 	}
 }
 
-// chunkStatus is a chunked file's status from its chunks: ACTIVE when every
-// chunk is, FAILED when some chunk has no copy, DEGRADED otherwise, with a
-// reason naming the chunks short of their copies.
+// chunkStatus is a chunked file's status from its chunks (meta.ManifestStatus).
 func chunkStatus(chunks []meta.FileRecord) (meta.FileStatus, string) {
-	var short, lost []string
-	for i, c := range chunks {
-		active := c.ActiveCopies()
-		switch {
-		case active == 0 || c.Status == meta.FileFailed:
-			lost = append(lost, fmt.Sprintf("chunk %d (%s)", i, c.ID))
-		case c.Status != meta.FileActive || active < c.ReplicationFactor:
-			why := fmt.Sprintf("chunk %d (%s) has %d of %d copies", i, c.ID, active, c.ReplicationFactor)
-			if c.StatusReason != "" {
-				why += ": " + c.StatusReason
-			}
-			short = append(short, why)
-		}
-	}
-	switch {
-	case len(lost) > 0:
-		return meta.FileFailed, fmt.Sprintf("%d of %d chunks have no readable copy: %s", len(lost), len(chunks), firstFew(lost))
-	case len(short) > 0:
-		return meta.FileDegraded, fmt.Sprintf("%d of %d chunks are short of copies: %s", len(short), len(chunks), firstFew(short))
-	}
-	return meta.FileActive, ""
-}
-
-// firstFew joins up to five items and says how many more there are.
-func firstFew(items []string) string {
-	const most = 5
-	if len(items) <= most {
-		return strings.Join(items, "; ")
-	}
-	return strings.Join(items[:most], "; ") + fmt.Sprintf("; and %d more", len(items)-most)
+	return meta.ManifestStatus(chunks)
 }
 
 // withChunks loads a manifest's chunks into rec and derives its status from

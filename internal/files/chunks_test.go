@@ -19,7 +19,9 @@ import (
 	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 const testChunk = 1 << 10
@@ -224,6 +226,7 @@ func TestUploadSessionPartsInAnyOrderReplacedAndCompleted(t *testing.T) {
 	sess, err := s.CreateSession(ctx, SessionSpec{FileName: "dir/movie.mkv", ContentType: "video/x-matroska", ExpectedSHA256: sum256(whole)})
 	require.NoError(t, err)
 	require.Equal(t, "movie.mkv", sess.FileName)
+	require.Equal(t, int64(testChunk), sess.ChunkSize, "the answer names CHUNK_SIZE")
 
 	// Parts arrive out of order; part 2 is sent twice, first with the wrong bytes.
 	_, err = s.PutPart(ctx, sess.ID, 3, bytes.NewReader(parts[2]), int64(len(parts[2])))
@@ -370,4 +373,76 @@ func TestAStreamOfAnyLengthReusesTheSameFewBuffers(t *testing.T) {
 	// Two chunks in flight and one being received, then two for a
 	// download's read-ahead: the same three buffers, however long the file.
 	require.LessOrEqual(t, s.chunkBufs.made.Load(), int64(3), "memory stays flat: no buffer per chunk")
+}
+
+// refusingNodes refuses every write to the node named in down, as a node
+// whose disk is gone does, so that a lost copy cannot be rebuilt there.
+type refusingNodes struct {
+	*gateNodes
+	down atomic.Pointer[string]
+}
+
+func (r *refusingNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error) {
+	if d := r.down.Load(); d != nil && *d == base {
+		return wire.BlobInfo{}, false, errs.E(errs.Unavailable, "node %s refuses writes", base)
+	}
+	return r.gateNodes.Put(ctx, base, id, checksum, size, body)
+}
+
+// TestListAndCountsFollowAChunksCopies: when one chunk loses a copy, the
+// file list and the counts by status, which read the stored status, say
+// DEGRADED, and ACTIVE again once the repair has put the copy back.
+func TestListAndCountsFollowAChunksCopies(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := &refusingNodes{gateNodes: newGateNodes(ids...)}
+	nodes.quiet = true
+	var rc *reconcile.Reconciler
+	s, st := chunkedService(t, nodes.gateNodes, ids, func(o *Options) {
+		o.Nodes = nodes
+		rc = reconcile.New(reconcile.Options{Store: o.Store, Nodes: nodes, Cluster: o.Cluster.(staticCluster), ReplicationFactor: 3})
+		o.Reconciler = rc
+	})
+	ctx := context.Background()
+	data := randomBytes(t, 3*testChunk)
+	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: bytes.NewReader(data)})
+	require.NoError(t, err)
+	listed := func(status meta.FileStatus) bool {
+		t.Helper()
+		files, _, err := s.List(ctx, []meta.FileStatus{status}, 0, 10)
+		require.NoError(t, err)
+		counts, err := st.CountFilesByStatus(ctx)
+		require.NoError(t, err)
+		in := len(files) == 1 && files[0].ID == res.FileID
+		require.Equal(t, in, counts[status] == 1, "the counts agree with the list: %v", counts)
+		return in
+	}
+	require.True(t, listed(meta.FileActive))
+
+	// One copy of chunk 1 is gone and its node takes no new writes.
+	rec, err := s.Metadata(ctx, res.FileID)
+	require.NoError(t, err)
+	chunk := rec.Chunks[1]
+	victim := activeOf(chunk)[0]
+	require.NoError(t, nodes.stores[victim].Remove(ctx, chunk.ID))
+	nodes.down.Store(&victim)
+	v, err := s.Verify(ctx, res.FileID)
+	require.NoError(t, err)
+	require.Equal(t, meta.FileDegraded, v.Status)
+	require.True(t, listed(meta.FileDegraded), "listed DEGRADED while a chunk is short of a copy")
+	require.False(t, listed(meta.FileActive))
+	back, err := st.GetFile(ctx, res.FileID)
+	require.NoError(t, err)
+	require.Contains(t, back.StatusReason, chunk.ID, "the stored reason names the chunk")
+
+	// The node takes writes again; the repair loop's pass over the DEGRADED
+	// chunk puts the copy back and the file is listed ACTIVE.
+	nodes.down.Store(nil)
+	todo, err := st.FileIDsByStatus(ctx, []meta.FileStatus{meta.FileDegraded}, time.Now().Add(time.Minute), 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{chunk.ID}, todo, "the chunk is repaired, not the manifest")
+	_, err = rc.Reconcile(ctx, chunk.ID)
+	require.NoError(t, err)
+	require.True(t, listed(meta.FileActive))
+	require.False(t, listed(meta.FileDegraded))
+	require.Equal(t, data, download(t, s, res.FileID, byterange.Request{}))
 }

@@ -36,6 +36,9 @@ type Session struct {
 	ExpectedSHA256 string    `json:"expectedChecksum,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
 	ExpiresAt      time.Time `json:"expiresAt"`
+	// ChunkSize is the coordinator's CHUNK_SIZE: a file at or below it is
+	// stored whole by one upload, so a client can send it that way instead.
+	ChunkSize int64 `json:"chunkSize,omitempty"`
 }
 
 // Part is one received part of a session.
@@ -47,9 +50,9 @@ type Part struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-func sessionOf(u meta.UploadSession) Session {
+func (s *Service) sessionOf(u meta.UploadSession) Session {
 	return Session{ID: u.ID, FileName: u.FileName, ContentType: u.ContentType, ExpectedSHA256: u.ExpectedSHA256,
-		CreatedAt: u.CreatedAt, ExpiresAt: u.ExpiresAt}
+		CreatedAt: u.CreatedAt, ExpiresAt: u.ExpiresAt, ChunkSize: s.opt.ChunkSize}
 }
 
 func uploadNotFound(id string) error {
@@ -83,7 +86,7 @@ func (s *Service) CreateSession(ctx context.Context, spec SessionSpec) (Session,
 		return Session{}, err
 	}
 	s.log.Info("upload session created", "session", u.ID, "name", u.FileName, "expires", u.ExpiresAt)
-	return sessionOf(u), nil
+	return s.sessionOf(u), nil
 }
 
 // liveSession loads a session that has not expired.
@@ -111,7 +114,7 @@ func (s *Service) GetSession(ctx context.Context, sessionID string) (Session, []
 	for i, p := range parts {
 		out[i] = Part{Number: p.Number, SizeBytes: p.SizeBytes, SHA256: p.SHA256, MD5: p.MD5, CreatedAt: p.CreatedAt}
 	}
-	return sessionOf(u), out, nil
+	return s.sessionOf(u), out, nil
 }
 
 // ListSessions returns up to limit sessions whose IDs sort after after.
@@ -128,7 +131,7 @@ func (s *Service) ListSessions(ctx context.Context, after string, limit int) ([]
 	}
 	out := make([]Session, 0, len(us))
 	for _, u := range us {
-		out = append(out, sessionOf(u))
+		out = append(out, s.sessionOf(u))
 	}
 	return out, nil
 }

@@ -200,6 +200,14 @@ type Store interface {
 	// are deleted) in one transaction, if the stored file version is still
 	// rec.Version; then increments rec.Version and sets UpdatedAt. Conflict
 	// when stale, NotFound when absent.
+	//
+	// A chunked file's (a manifest's) stored status and reason are the
+	// store's to keep: in the same transaction as any write of one of its
+	// chunks (UpdateFile, MarkNodeCopiesLost, CompleteSession) or of the
+	// manifest itself, they become meta.ManifestStatus of its chunks, unless
+	// it is PENDING or DELETED. That change leaves the manifest's Version
+	// alone (every write re-derives it, so no writer's change is lost); an
+	// UpdateFile of a manifest returns the status it stored.
 	UpdateFile(ctx context.Context, rec *FileRecord) error
 	// TouchFile sets a file's UpdatedAt to now without changing its version, so
 	// a long upload shows it is alive.
@@ -284,7 +292,8 @@ type Store interface {
 	// and their files DEGRADED with reason, or stay REBALANCING or FAILED;
 	// each file's version moves, so a writer holding an older record
 	// re-reads. PENDING and DELETED files are left to their upload and their
-	// delete. It returns the IDs of the files changed, in ID order.
+	// delete. The chunked files whose status moves with their chunks'
+	// change too. It returns the IDs of the files changed, in ID order.
 	MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error)
 
 	// Durability counts, over the readable files (ACTIVE, DEGRADED,

@@ -226,8 +226,12 @@ func (s *CachedStore) CreateFile(ctx context.Context, rec *meta.FileRecord) erro
 
 // UpdateFile updates the file, then drops its cached record.
 func (s *CachedStore) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
+	parent := rec.Chunk.ParentID // a chunk's write moves its file's stored status too
 	err := s.Store.UpdateFile(ctx, rec)
 	s.invalidate(ctx, rec.ID)
+	if parent != "" {
+		s.invalidate(ctx, parent)
+	}
 	return err
 }
 

@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "small-volumes", "s3", "cached", "large", "rss", "rebalance"}
+var allPhases = []string{"baseline", "small", "small-volumes", "s3", "cached", "large", "rss", "rss-cli", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -190,6 +190,7 @@ func run(args []string) int {
 			"cluster":       "coordinator + 3 storage nodes on loopback, RF=3, every copy fsync'd; load generator and baselines in this process",
 			"rebalance":     fmt.Sprintf("%d files of %s, then node-4 joins (REPAIR_INTERVAL=1h) while %d clients download them", b.rebFiles, sizeText(b.rebSize), b.joinClients),
 			"large and rss": fmt.Sprintf("%s upload/download; peak RSS (VmHWM, reset before) during a %s upload", sizeText(b.largeSize), sizeText(b.rssSize)),
+			"rss-cli":       fmt.Sprintf("a %s file on disk sent by the dfs binary (`dfs put`, its defaults: session parts); peak RSS of the coordinator and of dfs", sizeText(b.rssSize)),
 		},
 	}
 	if b.databaseURL != "" {
@@ -236,8 +237,10 @@ func run(args []string) int {
 	if phases["cached"] {
 		step("cached", b.cached)
 	}
-	if phases["large"] || phases["rss"] {
-		step("large", func(ctx context.Context) error { return b.large(ctx, phases["large"], phases["rss"]) })
+	if phases["large"] || phases["rss"] || phases["rss-cli"] {
+		step("large", func(ctx context.Context) error {
+			return b.large(ctx, largePhases{large: phases["large"], rss: phases["rss"], cli: phases["rss-cli"]})
+		})
 	}
 	if phases["rebalance"] {
 		step("rebalance", b.rebalance)
@@ -299,6 +302,9 @@ func (b *bench) addRows() {
 	r.row(dfsRSSCoord, "", 0, "target < 64 MiB")
 	r.row(dfsRSSNode, "", 0, "")
 	r.row(dfsRSSUpload, baseDisk, 3, "RF=3 ceiling")
+	r.row(dfsCLICoord, "", 0, "target < 64 MiB")
+	r.row(dfsCLISelf, "", 0, "")
+	r.row(dfsCLIUpload, baseDisk, 3, "RF=3 ceiling")
 	r.row(dfsRebFiles, "", 0, "")
 	r.row(dfsRebMBps, baseDisk, 0, "")
 	r.row(dfsRebMoved, dfsRebPredict, 0, "")

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/client"
@@ -37,6 +38,9 @@ const (
 	dfsRSSCoord    = "dfs.rss.coordinator"
 	dfsRSSNode     = "dfs.rss.node"
 	dfsRSSUpload   = "dfs.rss.upload.mbps"
+	dfsCLICoord    = "dfs.rss-cli.coordinator"
+	dfsCLISelf     = "dfs.rss-cli.dfs"
+	dfsCLIUpload   = "dfs.rss-cli.upload.mbps"
 	dfsReb         = "dfs.rebalance"
 	dfsRebPaced    = "dfs.rebalance-throttled" // the same, at REBALANCE_BANDWIDTH (-rebalance-bandwidth)
 	dfsRebFiles    = dfsReb + rebFiles
@@ -291,7 +295,7 @@ func (b *bench) cached(ctx context.Context) error {
 // large measures one upload and one download of b.largeSize bytes per run,
 // and the peak memory of every process while b.rssSize bytes stream
 // through. Each file is deleted after its run, to spare the disk.
-func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
+func (b *bench) large(ctx context.Context, do largePhases) error {
 	bc, err := b.startCluster(ctx, "large", 3)
 	if err != nil {
 		return err
@@ -304,7 +308,7 @@ func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
 	}
 	hc := httpClient(1)
 	for run := range b.runs {
-		if !doLarge {
+		if !do.large {
 			break
 		}
 		b.logf("%s upload and download, run %d of %d", sizeText(b.largeSize), run+1, b.runs)
@@ -350,13 +354,19 @@ func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
 			return err
 		}
 	}
+	// The library's and the CLI's uploads alternate, run by run.
 	for run := range b.runs {
-		if !doRSS {
-			break
+		if do.rss {
+			b.logf("peak memory during a %s upload, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
+			if err := b.rssRun(ctx, bc, s, block); err != nil {
+				return err
+			}
 		}
-		b.logf("peak memory during a %s upload, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
-		if err := b.rssRun(ctx, bc, s, block); err != nil {
-			return err
+		if do.cli {
+			b.logf("peak memory during a %s `dfs put`, run %d of %d", sizeText(b.rssSize), run+1, b.runs)
+			if err := b.rssCLIRun(ctx, bc, s, block); err != nil {
+				return err
+			}
 		}
 	}
 	figs := s.figures()
@@ -366,6 +376,9 @@ func (b *bench) large(ctx context.Context, doLarge, doRSS bool) error {
 	rename(figs, dfsRSSCoord, "coordinator peak RSS, "+sizeText(b.rssSize)+" upload")
 	rename(figs, dfsRSSNode, "largest node peak RSS, same upload")
 	rename(figs, dfsRSSUpload, sizeText(b.rssSize)+" upload")
+	rename(figs, dfsCLICoord, "coordinator peak RSS, "+sizeText(b.rssSize)+" `dfs put`")
+	rename(figs, dfsCLISelf, "dfs peak RSS, same put")
+	rename(figs, dfsCLIUpload, sizeText(b.rssSize)+" `dfs put`")
 	b.res.addFigures(figs)
 	return nil
 }
@@ -707,4 +720,54 @@ func (b *bench) startPerf(ctx context.Context, pid int, name string) func() {
 		_, _ = f.Write(flat.Bytes())
 		b.res.Notes = append(b.res.Notes, "coordinator CPU profile during the first 4 KiB upload run (perf, flat, by symbol): "+report)
 	}
+}
+
+// largePhases says which parts of the large phase run.
+type largePhases struct{ large, rss, cli bool }
+
+// rssCLIRun writes b.rssSize bytes to a file, sends it with the dfs binary
+// (`dfs put`, as a person would: session parts, -parallel 4) and records the
+// peak RSS of the coordinator (VmHWM, reset before) and of dfs itself. The
+// file and the stored copy are removed after.
+func (b *bench) rssCLIRun(ctx context.Context, bc *benchCluster, s *series, block []byte) error {
+	block[1]++
+	path := filepath.Join(b.root, "rss-cli.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	_, err = io.Copy(f, io.LimitReader(&repeatReader{buf: block}, b.rssSize))
+	if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("write the %s file: %w", sizeText(b.rssSize), err)
+	}
+	pid := bc.PID(localcluster.CoordinatorName)
+	if pid == 0 {
+		return errors.New("the coordinator is not running")
+	}
+	if err := resetPeakRSS(pid); err != nil {
+		return fmt.Errorf("reset the coordinator's peak RSS: %w", err)
+	}
+	var out, stderr strings.Builder
+	cmd := exec.CommandContext(ctx, filepath.Join(b.binDir, "dfs"), "put", "-url", bc.CoordinatorURL(), path)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	mbps, err := timedBytes(b.rssSize, cmd.Run)
+	if err != nil {
+		return fmt.Errorf("dfs put of %s: %w: %s", sizeText(b.rssSize), err, stderr.String())
+	}
+	kib, err := procStatus(pid, "VmHWM")
+	if err != nil {
+		return err
+	}
+	s.add(dfsCLICoord, "MiB", float64(kib)/1024)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.add(dfsCLISelf, "MiB", float64(ru.Maxrss)/1024) // KiB on Linux
+	}
+	s.add(dfsCLIUpload, "MB/s", mbps)
+	id, _, _ := strings.Cut(strings.TrimSpace(out.String()), " ")
+	if id == "" {
+		return fmt.Errorf("dfs put printed no file id: %q", out.String())
+	}
+	_, err = bc.api.Delete(ctx, id)
+	return err
 }

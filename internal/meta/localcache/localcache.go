@@ -134,6 +134,11 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	s.invalidate(rec.ID)
 	defer s.invalidate(rec.ID)
+	// A chunk's write moves its file's stored status too.
+	if parent := rec.Chunk.ParentID; parent != "" {
+		s.invalidate(parent)
+		defer s.invalidate(parent)
+	}
 	return s.Store.UpdateFile(ctx, rec)
 }
 

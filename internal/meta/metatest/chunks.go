@@ -349,3 +349,108 @@ func testChunkWritesAreReadBack(t *testing.T, s meta.Store) {
 	require.NoError(t, err)
 	require.Equal(t, meta.FileDeleted, status(gone[0]), "DeleteSession is read back")
 }
+
+// testManifestStatusFollowsChunks checks that a chunked file's stored status,
+// the one the listing and the counts read, is the one its chunks give after
+// every write that changes a chunk: a lost node, a repair, a failed chunk,
+// and a manifest writer that brings an outdated status.
+func testManifestStatusFollowsChunks(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "n1", "n2", "n3")
+	all := map[string]meta.ReplicaStatus{"n1": meta.ReplicaActive, "n2": meta.ReplicaActive, "n3": meta.ReplicaActive}
+	u := newSession(t, s, time.Hour)
+	p := newPart(t, s, u, 1)
+	var chunks []string
+	for i := range 3 {
+		rec := newFile(int64(2000+i), all)
+		rec.SizeBytes = 10
+		rec.Chunk = meta.ChunkRef{ParentID: p.PartID, Index: i, Offset: int64(i) * 10}
+		createFile(t, s, rec)
+		chunks = append(chunks, rec.ID)
+	}
+	finishPart(t, s, p, 30)
+	m := newFile(7, nil)
+	m.SizeBytes, m.ChunkCount = 30, 3
+	// The caller's status is not kept when the chunks say otherwise.
+	m.Status, m.StatusReason = meta.FileDegraded, "stale"
+	_, err := s.CompleteSession(ctx, u.ID, m, []string{p.PartID})
+	require.NoError(t, err)
+	require.Equal(t, meta.FileActive, m.Status, "CompleteSession returns the status its chunks give")
+
+	listed := func(status meta.FileStatus) []string {
+		t.Helper()
+		files, _, err := s.ListFiles(ctx, meta.FileQuery{Statuses: []meta.FileStatus{status}, Limit: 10})
+		require.NoError(t, err)
+		ids := []string{}
+		for _, f := range files {
+			ids = append(ids, f.ID)
+		}
+		return ids
+	}
+	expect := func(status meta.FileStatus, reasonHas string) meta.FileRecord {
+		t.Helper()
+		back, err := s.GetFile(ctx, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, status, back.Status, back.StatusReason)
+		require.Contains(t, back.StatusReason, reasonHas)
+		require.Equal(t, []string{m.ID}, listed(status))
+		counts, err := s.CountFilesByStatus(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, counts[status], "counts %v", counts)
+		return back
+	}
+	before := expect(meta.FileActive, "")
+	require.Empty(t, before.StatusReason)
+
+	// A lost disk under one chunk's copy degrades the file, naming the chunk
+	// and the reason, without moving the manifest's version.
+	changed, err := s.MarkNodeCopiesLost(ctx, "n2", "disk replaced")
+	require.NoError(t, err)
+	require.Contains(t, changed, m.ID, "the manifest's status changed with its chunks")
+	require.Len(t, changed, 4)
+	got := expect(meta.FileDegraded, "3 of 3 chunks are short of copies")
+	require.Contains(t, got.StatusReason, "disk replaced")
+	require.Equal(t, before.Version, got.Version)
+	require.Empty(t, listed(meta.FileActive))
+
+	// Repairing two chunks is not enough; the third makes the file ACTIVE.
+	repair := func(id string) {
+		t.Helper()
+		c, err := s.GetFile(ctx, id)
+		require.NoError(t, err)
+		for i := range c.Replicas {
+			c.Replicas[i].Status = meta.ReplicaActive
+		}
+		c.Status, c.StatusReason = meta.FileActive, ""
+		require.NoError(t, s.UpdateFile(ctx, &c))
+	}
+	repair(chunks[0])
+	repair(chunks[1])
+	got = expect(meta.FileDegraded, "1 of 3 chunks are short of copies: chunk 2 ("+chunks[2]+")")
+	repair(chunks[2])
+	expect(meta.FileActive, "")
+
+	// A chunk with no readable copy left makes the file FAILED.
+	c, err := s.GetFile(ctx, chunks[1])
+	require.NoError(t, err)
+	for i := range c.Replicas {
+		c.Replicas[i].Status = meta.ReplicaFailed
+	}
+	c.Status, c.StatusReason = meta.FileFailed, "every copy is gone"
+	require.NoError(t, s.UpdateFile(ctx, &c))
+	expect(meta.FileFailed, "chunk 1 ("+chunks[1]+")")
+
+	// A writer of the manifest holding the record read before all this (its
+	// version is still current) renames it; the status it carries, ACTIVE,
+	// is not stored over what the chunks say, and it is told so.
+	before.Name = "renamed.iso"
+	require.NoError(t, s.UpdateFile(ctx, &before))
+	require.Equal(t, meta.FileFailed, before.Status)
+	got = expect(meta.FileFailed, "chunk 1")
+	require.Equal(t, "renamed.iso", got.Name)
+
+	// PENDING and DELETED manifests are left to their upload and delete.
+	require.NoError(t, s.DeleteFile(ctx, m.ID))
+	_, err = s.GetFile(ctx, m.ID)
+	requireKind(t, err, errs.NotFound)
+}

@@ -86,6 +86,7 @@ func Run(t *testing.T, open Opener) {
 		{"SessionExpiryAndDelete", testSessionExpiryAndDelete},
 		{"ChunkValidation", testChunkValidation},
 		{"ChunkWritesAreReadBack", testChunkWritesAreReadBack},
+		{"ManifestStatusFollowsChunks", testManifestStatusFollowsChunks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,13 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
+// sqlChunksOf reads the chunks of one parent with their replicas.
+const sqlChunksOf = `SELECT ` + fileColumns + `,
+		r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
+	FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
+	WHERE f.parent_id = $1
+	ORDER BY f.chunk_part, f.chunk_index, f.id, r.node_id`
+
 // ChunksOf returns the chunks of parentID by part and index, with their
 // replicas, read in one statement so that they are one snapshot.
 func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecord, error) {
@@ -22,11 +30,7 @@ func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecor
 	}
 	err := s.run(ctx, "list chunks of "+parentID, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
-		out, err = queryRecords(ctx, c, `SELECT `+fileColumns+`,
-				r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
-			FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
-			WHERE f.parent_id = $1
-			ORDER BY f.chunk_part, f.chunk_index, f.id, r.node_id`, parentID)
+		out, err = queryRecords(ctx, c, sqlChunksOf, parentID)
 		return err
 	})
 	return out, err
@@ -262,7 +266,12 @@ func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest 
 		if dropped, err = deleteChunks(ctx, tx, partChunks, sessionID); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM upload_sessions WHERE id = $1`, sessionID)
+		if _, err = tx.Exec(ctx, `DELETE FROM upload_sessions WHERE id = $1`, sessionID); err != nil {
+			return err
+		}
+		// The chunks may have changed since the caller read them.
+		set, err := refreshManifests(ctx, tx, c.ID)
+		rules.Refreshed(&c, set)
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -290,4 +299,49 @@ func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) 
 		return err
 	})
 	return dropped, err
+}
+
+// refreshManifests sets the stored status of each chunked file among ids
+// (other IDs, part IDs included, are skipped) to the one its chunks give,
+// inside tx, and returns the statuses and reasons set. Each manifest's row
+// is locked first, in ID order (a writer locks a chunk, then its file), so
+// the chunks read are the committed ones plus this transaction's. PENDING
+// and DELETED manifests are left to their upload and their delete. The
+// version does not move: the status is the store's to keep, re-derived in
+// every transaction that changes a chunk or the manifest, so no writer's
+// change is lost.
+func refreshManifests(ctx context.Context, tx pgx.Tx, ids ...string) (map[string]rules.ManifestState, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	out := map[string]rules.ManifestState{}
+	for _, id := range ids {
+		if !rules.CanonicalFileID(id) {
+			continue
+		}
+		var status string
+		var count int
+		err := tx.QueryRow(ctx, `SELECT status, chunk_count FROM files WHERE id = $1 FOR UPDATE`, id).Scan(&status, &count)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !rules.Derived(status, count) {
+			continue
+		}
+		chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)
+		if err != nil {
+			return nil, err
+		}
+		st, why := meta.ManifestStatus(chunks)
+		tag, err := tx.Exec(ctx, `UPDATE files SET status = $2, status_reason = NULLIF($3, ''), updated_at = $4
+			WHERE id = $1 AND (status <> $2 OR COALESCE(status_reason, '') <> $3)`,
+			id, string(st), why, rules.Now())
+		if err != nil {
+			return nil, err
+		}
+		n := tag.RowsAffected()
+		out[id] = rules.ManifestState{Status: st, Reason: why, Changed: n > 0}
+	}
+	return out, nil
 }

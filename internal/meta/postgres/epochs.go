@@ -86,11 +86,21 @@ func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) (
 			WHERE node_id = $1 AND status = 'ACTIVE' AND file_id = ANY($2::uuid[])`, nodeID, ids, rules.Now()); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE files
+		rows, err = tx.Query(ctx, `UPDATE files
 			SET status = CASE WHEN status = 'ACTIVE' THEN 'DEGRADED' ELSE status END,
 				status_reason = CASE WHEN status IN ('ACTIVE', 'DEGRADED') THEN $2 ELSE status_reason END,
 				updated_at = $3, version = version + 1
-			WHERE id = ANY($1::uuid[])`, ids, reason, rules.Now())
+			WHERE id = ANY($1::uuid[]) RETURNING COALESCE(parent_id::text, '')`, ids, reason, rules.Now())
+		if err != nil {
+			return err
+		}
+		parents, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		// The chunked files of the chunks that lost a copy follow them.
+		set, err := refreshManifests(ctx, tx, parents...)
+		ids = rules.ChangedIDs(ids, set)
 		return err
 	})
 	if err != nil {

@@ -174,15 +174,17 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	c := rules.CloneRecord(rec)
 	t := rules.Now()
 	err := s.tx(ctx, "update file "+c.ID, func(ctx context.Context, tx pgx.Tx) error {
+		var parent string
+		var chunks int
 		err := tx.QueryRow(ctx, `UPDATE files
 			SET file_name = $3, content_type = $4, size_bytes = $5, checksum = NULLIF($6, ''), status = $7,
 				status_reason = NULLIF($8, ''), primary_node_id = NULLIF($9, ''), replication_factor = $10,
 				ring_position = $11, idempotency_key = NULLIF($12, ''), updated_at = $13, version = version + 1
 			WHERE id = $1 AND version = $2
-			RETURNING created_at, version`,
+			RETURNING created_at, version, COALESCE(parent_id::text, ''), chunk_count`,
 			c.ID, c.Version, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, t,
-		).Scan(&c.CreatedAt, &c.Version)
+		).Scan(&c.CreatedAt, &c.Version, &parent, &chunks)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)`,
 				c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
@@ -191,7 +193,14 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 			return err
 		}
 		c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), t
-		return replaceReplicas(ctx, tx, &c, t)
+		if err := replaceReplicas(ctx, tx, &c, t); err != nil {
+			return err
+		}
+		// A chunk's change moves its file's status; a manifest's own write
+		// cannot set a status its chunks do not give.
+		set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
+		rules.Refreshed(&c, set)
+		return err
 	})
 	if err != nil {
 		return err
@@ -470,9 +479,14 @@ func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta
 	return out, err
 }
 
+// querier is a connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // queryRecords runs a query of fileColumns and one replica's columns per
 // row, ordered by file, and gathers each file's replicas.
-func queryRecords(ctx context.Context, c *pgxpool.Conn, query string, args ...any) ([]meta.FileRecord, error) {
+func queryRecords(ctx context.Context, c querier, query string, args ...any) ([]meta.FileRecord, error) {
 	rows, err := c.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err

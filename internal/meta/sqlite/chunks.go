@@ -280,7 +280,12 @@ func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest 
 		if dropped, err = deleteChunks(ctx, tx, partChunks, sessionID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM upload_sessions WHERE id = ?`, sessionID)
+		if _, err = tx.ExecContext(ctx, `DELETE FROM upload_sessions WHERE id = ?`, sessionID); err != nil {
+			return err
+		}
+		// The chunks may have changed since the caller read them.
+		set, err := refreshManifests(ctx, tx, c.ID)
+		rules.Refreshed(&c, set)
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -308,4 +313,54 @@ func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) 
 		return err
 	})
 	return dropped, err
+}
+
+// refreshManifests sets the stored status of each chunked file among ids
+// (other IDs, part IDs included, are skipped) to the one its chunks give,
+// inside tx, and returns the statuses and reasons set. PENDING and DELETED
+// manifests are left to their upload and their delete. The version does not
+// move: the status is the store's to keep, re-derived in every transaction
+// that changes a chunk or the manifest, so no writer's change is lost.
+func refreshManifests(ctx context.Context, tx *sql.Tx, ids ...string) (map[string]rules.ManifestState, error) {
+	out := map[string]rules.ManifestState{}
+	for _, id := range ids {
+		if _, done := out[id]; done || id == "" {
+			continue
+		}
+		var status string
+		var count int
+		switch err := tx.QueryRowContext(ctx, `SELECT status, chunk_count FROM files WHERE id = ?`, id).Scan(&status, &count); {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, err
+		case !rules.Derived(status, count):
+			continue
+		}
+		m, err := deriveManifest(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = m
+	}
+	return out, nil
+}
+
+// deriveManifest stores the status the chunks of manifest id give.
+func deriveManifest(ctx context.Context, tx *sql.Tx, id string) (rules.ManifestState, error) {
+	chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)
+	if err != nil {
+		return rules.ManifestState{}, err
+	}
+	m := rules.ManifestState{}
+	m.Status, m.Reason = meta.ManifestStatus(chunks)
+	res, err := tx.ExecContext(ctx, `UPDATE files SET status = ?, status_reason = NULLIF(?, ''), updated_at = ?
+		WHERE id = ? AND (status <> ? OR COALESCE(status_reason, '') <> ?)`,
+		string(m.Status), m.Reason, micros(rules.Now()), id, string(m.Status), m.Reason)
+	if err == nil {
+		var n int64
+		n, err = res.RowsAffected()
+		m.Changed = n > 0
+	}
+	return m, err
 }

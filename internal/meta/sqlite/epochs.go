@@ -86,20 +86,26 @@ func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) (
 			return err
 		}
 		now := micros(rules.Now())
+		var parents []string
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `UPDATE file_replicas SET status = 'FAILED', updated_at = ?, version = version + 1
 				WHERE file_id = ? AND node_id = ?`, now, id, nodeID); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE files
+			var parent string
+			if err := tx.QueryRowContext(ctx, `UPDATE files
 				SET status = CASE WHEN status = 'ACTIVE' THEN 'DEGRADED' ELSE status END,
 					status_reason = CASE WHEN status IN ('ACTIVE', 'DEGRADED') THEN ? ELSE status_reason END,
 					updated_at = ?, version = version + 1
-				WHERE id = ?`, reason, now, id); err != nil {
+				WHERE id = ? RETURNING COALESCE(parent_id, '')`, reason, now, id).Scan(&parent); err != nil {
 				return err
 			}
+			parents = append(parents, parent)
 		}
-		return nil
+		// The chunked files of the chunks that lost a copy follow them.
+		set, err := refreshManifests(ctx, tx, parents...)
+		ids = rules.ChangedIDs(ids, set)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ const (
 				status_reason = NULLIF(?, ''), primary_node_id = NULLIF(?, ''), replication_factor = ?,
 				ring_position = ?, idempotency_key = NULLIF(?, ''), updated_at = ?, version = version + 1
 			WHERE id = ? AND version = ?
-			RETURNING created_at, version`
+			RETURNING created_at, version, COALESCE(parent_id, ''), chunk_count`
 	sqlReplicasOf = `SELECT id, node_id, status, created_at, updated_at, version
 		FROM file_replicas WHERE file_id = ?`
 	sqlUpdateReplica = `UPDATE file_replicas SET status = ?, updated_at = ?, version = ? WHERE id = ?`
@@ -214,10 +214,12 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	t := rules.Now()
 	err := s.writeTx(ctx, "update file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		var created int64
+		var parent string
+		var chunks int
 		err := s.ws.queryRow(ctx, tx, sqlUpdateFile,
 			c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ID, c.Version,
-		).Scan(&created, &c.Version)
+		).Scan(&created, &c.Version, &parent, &chunks)
 		if errors.Is(err, sql.ErrNoRows) {
 			return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = ?)`,
 				c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
@@ -226,7 +228,14 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 			return err
 		}
 		c.CreatedAt, c.UpdatedAt = fromMicros(created), t
-		return replaceReplicas(ctx, s.ws, tx, &c, t)
+		if err := replaceReplicas(ctx, s.ws, tx, &c, t); err != nil {
+			return err
+		}
+		// A chunk's change moves its file's status; a manifest's own write
+		// cannot set a status its chunks do not give.
+		set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
+		rules.Refreshed(&c, set)
+		return err
 	})
 	if err != nil {
 		return err
