@@ -5,6 +5,8 @@ package s3e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +17,8 @@ import (
 )
 
 // tree writes the local files the tools copy: small ones, one in a
-// subdirectory, and one of 12 MiB, above some tools' default multipart
-// threshold. The tools are told to send it in one part: multipart through
-// them made this test five times slower (not yet looked into), and
-// multipart itself is covered by the aws-sdk-go-v2 test.
+// subdirectory, and one of 12 MiB, which every tool is told to send as a
+// multipart upload of 5 MiB parts (three parts, the last one smaller).
 func tree(t *testing.T) (string, map[string][]byte) {
 	dir := t.TempDir()
 	files := map[string][]byte{
@@ -102,14 +102,21 @@ func TestStorageTools(t *testing.T) {
 	src, files := tree(t)
 	base := []string{"HOME=" + home, "AWS_ACCESS_KEY_ID=" + rootKey, "AWS_SECRET_ACCESS_KEY=" + rootSecret, "AWS_DEFAULT_REGION=" + region}
 
+	awsConfig := filepath.Join(home, "aws-config")
+	require.NoError(t, os.WriteFile(awsConfig, []byte("[default]\ns3 =\n  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n  addressing_style = path\n"), 0o600))
+	awsEnv := append(base, "AWS_CONFIG_FILE="+awsConfig, "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(home, "none"))
+	ep := []string{"--endpoint-url", c.s3URL}
+	// head is head-object's answer, through awscli, for the other tools' objects.
+	head := func(t *testing.T, bucket, key string) string {
+		return tool{t, awsEnv}.run("aws", append(ep, "s3api", "head-object", "--bucket", bucket, "--key", key)...)
+	}
+
 	t.Run("awscli", func(t *testing.T) {
-		cfg := filepath.Join(home, "aws-config")
-		require.NoError(t, os.WriteFile(cfg, []byte("[default]\ns3 =\n  multipart_threshold = 5GB\n  addressing_style = path\n"), 0o600))
-		aws := tool{t, append(base, "AWS_CONFIG_FILE="+cfg, "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(home, "none"))}
-		ep := []string{"--endpoint-url", c.s3URL}
+		aws := tool{t, awsEnv}
 		s3 := func(args ...string) string { return aws.run("aws", append(ep, args...)...) }
 		s3("s3", "mb", "s3://aws-bucket")
 		s3("s3", "sync", src, "s3://aws-bucket/tree/")
+		requireMultipartETag(t, head(t, "aws-bucket", "tree/big.bin"), 3)
 		require.Empty(t, strings.TrimSpace(s3("s3", "sync", src, "s3://aws-bucket/tree/")), "a second sync moves nothing")
 		ls := s3("s3", "ls", "s3://aws-bucket/tree/")
 		require.Contains(t, ls, "PRE sub/")
@@ -125,6 +132,15 @@ func TestStorageTools(t *testing.T) {
 		require.Equal(t, files["big.bin"][1000:2000], got)
 		s3("s3", "cp", "s3://aws-bucket/tree/a.txt", "s3://aws-bucket/copy.txt")
 		require.Equal(t, string(files["a.txt"]), s3("s3", "cp", "s3://aws-bucket/copy.txt", "-"))
+		// Above the threshold, a server-side copy is a multipart copy
+		// (UploadPartCopy of 5 MiB ranges).
+		s3("s3", "cp", "s3://aws-bucket/tree/big.bin", "s3://aws-bucket/copy.bin")
+		requireMultipartETag(t, head(t, "aws-bucket", "copy.bin"), 3)
+		big := filepath.Join(down, "copy.bin")
+		s3("s3", "cp", "s3://aws-bucket/copy.bin", big)
+		got, err = os.ReadFile(big)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(files["big.bin"], got), "the multipart copy holds the source's bytes")
 		s3("s3", "rm", "--recursive", "s3://aws-bucket/")
 		require.Empty(t, strings.TrimSpace(s3("s3", "ls", "--recursive", "s3://aws-bucket/")))
 		s3("s3", "rb", "s3://aws-bucket")
@@ -134,12 +150,13 @@ func TestStorageTools(t *testing.T) {
 		host := strings.TrimPrefix(c.s3URL, "http://")
 		cfg := filepath.Join(home, "s3cfg")
 		require.NoError(t, os.WriteFile(cfg, []byte("[default]\naccess_key = "+rootKey+"\nsecret_key = "+rootSecret+
-			"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\nbucket_location = us-east-1\nsignature_v2 = False\nenable_multipart = False\n"), 0o600))
+			"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\nbucket_location = us-east-1\nsignature_v2 = False\nenable_multipart = True\nmultipart_chunk_size_mb = 5\n"), 0o600))
 		s3cmd := func(args ...string) string {
 			return tool{t, base}.run("s3cmd", append([]string{"-c", cfg}, args...)...)
 		}
 		s3cmd("mb", "s3://s3cmd-bucket")
 		s3cmd("sync", src+"/", "s3://s3cmd-bucket/tree/")
+		requireMultipartETag(t, head(t, "s3cmd-bucket", "tree/big.bin"), 3)
 		again := s3cmd("sync", src+"/", "s3://s3cmd-bucket/tree/")
 		require.NotContains(t, again, "upload:", "a second sync moves nothing")
 		ls := s3cmd("ls", "s3://s3cmd-bucket/tree/")
@@ -158,13 +175,14 @@ func TestStorageTools(t *testing.T) {
 
 	t.Run("rclone", func(t *testing.T) {
 		rc := tool{t, append(base, "RCLONE_CONFIG_DFS_TYPE=s3", "RCLONE_CONFIG_DFS_PROVIDER=Other", "RCLONE_CONFIG_DFS_ACCESS_KEY_ID="+rootKey, "RCLONE_CONFIG_DFS_SECRET_ACCESS_KEY="+rootSecret,
-			"RCLONE_CONFIG_DFS_ENDPOINT="+c.s3URL, "RCLONE_CONFIG_DFS_REGION="+region, "RCLONE_S3_UPLOAD_CUTOFF=5G")}
+			"RCLONE_CONFIG_DFS_ENDPOINT="+c.s3URL, "RCLONE_CONFIG_DFS_REGION="+region, "RCLONE_S3_UPLOAD_CUTOFF=5M", "RCLONE_S3_CHUNK_SIZE=5M")}
 		rclone := func(args ...string) string {
 			return rc.run("rclone", append([]string{"--config", filepath.Join(home, "none.conf")}, args...)...)
 		}
 		rclone("mkdir", "dfs:rclone-bucket")
 		rclone("sync", src, "dfs:rclone-bucket/tree")
 		rclone("check", src, "dfs:rclone-bucket/tree")
+		requireMultipartETag(t, head(t, "rclone-bucket", "tree/big.bin"), 3)
 		again := rc.logOf("rclone", "--config", filepath.Join(home, "none.conf"), "sync", "-v", src, "dfs:rclone-bucket/tree")
 		require.NotContains(t, again, "Copied", "a second sync moves nothing:\n%s", again)
 		require.Equal(t, "a.txt\nbig.bin\nsub/\n", rclone("lsf", "dfs:rclone-bucket/tree"))
@@ -189,4 +207,13 @@ func TestStorageTools(t *testing.T) {
 		rs.run("restic", "restore", "latest", "--target", target)
 		requireSameFiles(t, filepath.Join(target, src), files)
 	})
+}
+
+// requireMultipartETag checks that head-object's JSON answer carries the
+// ETag of a multipart upload of parts parts: hex MD5, a dash, the count.
+func requireMultipartETag(t *testing.T, headObject string, parts int) {
+	t.Helper()
+	var head struct{ ETag string }
+	require.NoError(t, json.Unmarshal([]byte(headObject), &head), headObject)
+	require.Regexp(t, fmt.Sprintf(`^"[0-9a-f]{32}-%d"$`, parts), head.ETag)
 }

@@ -327,3 +327,24 @@ func (s *Server) copyObject(w http.ResponseWriter, r *request) error {
 	writeXML(w, http.StatusOK, copyObjectResult{LastModified: s3Time(o.ModifiedAt), ETag: quote(o.ETag)})
 	return nil
 }
+
+type tagging struct {
+	XMLName xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ Tagging"`
+	TagSet  struct {
+		Tag []struct{ Key, Value string }
+	}
+}
+
+// objectTagging answers GetObjectTagging. dfs stores no tags, and refuses
+// every request that would set some, so an object's tag set is empty: the
+// answer tools such as `aws s3 cp` need before a multipart copy.
+func (s *Server) objectTagging(w http.ResponseWriter, r *request) error {
+	if _, err := s.ownedBucket(r); err != nil {
+		return err
+	}
+	if _, err := s.o.Namespace.GetObject(r.Context(), r.bucket, r.key); err != nil {
+		return err
+	}
+	writeXML(w, http.StatusOK, tagging{})
+	return nil
+}

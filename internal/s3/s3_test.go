@@ -95,10 +95,14 @@ func newServer(t *testing.T, region, domain string) (*httptest.Server, *memFiles
 	return srv, mf
 }
 
-func call(t *testing.T, srv *httptest.Server, method, host, path, region string, body []byte) (int, string) {
+// call sends a signed request; hdr are extra headers, as name, value pairs.
+func call(t *testing.T, srv *httptest.Server, method, host, path, region string, body []byte, hdr ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
 	require.NoError(t, err)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	if host != "" {
 		req.Host = host
 	}
@@ -133,6 +137,38 @@ func TestVirtualHostedAddressing(t *testing.T) {
 	plain, _ := newServer(t, "us-east-1", "")
 	status, body = call(t, plain, http.MethodPut, "media.s3.example.test", "/", "us-east-1", nil)
 	require.Equal(t, http.StatusNotImplemented, status, "without S3_DOMAIN the host is not a bucket: %s", body)
+}
+
+// TestTagsAreNeverDropped: dfs keeps no tags, so an object's tag set is
+// empty (what `aws s3 cp` asks before a multipart copy), and a request that
+// would set tags is refused and stores nothing, never taken without them.
+func TestTagsAreNeverDropped(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, body := call(t, srv, http.MethodPut, "", "/bkt/k", "us-east-1", []byte("v"))
+	require.Equal(t, http.StatusOK, status, body)
+
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/k?tagging", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet></TagSet></Tagging>")
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/missing?tagging", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Contains(t, body, "<Code>NoSuchKey</Code>")
+
+	for _, req := range []struct{ method, path string }{
+		{http.MethodPut, "/bkt/tagged"},          // PutObject
+		{http.MethodPost, "/bkt/tagged?uploads"}, // CreateMultipartUpload
+		{http.MethodPut, "/bkt/k?tagging"},       // PutObjectTagging
+		{http.MethodDelete, "/bkt/k?tagging"},    // DeleteObjectTagging
+	} {
+		status, body = call(t, srv, req.method, "", req.path, "us-east-1", []byte("x"), "X-Amz-Tagging", "team=a")
+		require.Equal(t, http.StatusNotImplemented, status, "%s %s: %s", req.method, req.path, body)
+		require.Contains(t, body, "<Code>NotImplemented</Code>")
+	}
+	require.Len(t, mf.data, 1, "nothing but the first object was stored")
+	status, _ = call(t, srv, http.MethodGet, "", "/bkt/tagged", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status)
 }
 
 // TestRegionIsChecked shows S3_REGION's effect: requests signed for another

@@ -134,6 +134,14 @@ var unsupported = []string{
 
 func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
+	if r.key != "" && q.Has("tagging") && r.Method == http.MethodGet {
+		return s.objectTagging(w, r)
+	}
+	if r.Header.Get("X-Amz-Tagging") != "" {
+		// Storing the object without the tags it was sent with would be a
+		// wrong success.
+		return notImplemented("object tagging (the x-amz-tagging header)")
+	}
 	for _, sub := range unsupported {
 		if q.Has(sub) {
 			return notImplemented("the ?" + sub + " sub-resource")
