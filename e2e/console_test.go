@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -112,17 +113,29 @@ func TestConsoleShowsTheCluster(t *testing.T) {
 		for _, f := range files {
 			require.Equal(t, "ACTIVE", doc.Find(`tr[data-file="`+f.res.FileID+`"]`).AttrOr("data-status", ""), f.name)
 		}
-		// The search box: a name, an id, and a bucket/key, which waits for
-		// the S3 API.
+		// The search box: a name and an id.
 		for _, q := range []string{files[1].name, files[1].res.FileID} {
 			doc = c.page(bin, "#/files?q="+url.QueryEscape(q))
 			rows := doc.Find("tr[data-file]")
 			require.Equal(t, 1, rows.Length(), "one file matches %q", q)
 			require.Equal(t, files[1].res.FileID, rows.AttrOr("data-file", ""))
 		}
-		doc = c.page(bin, "#/files?q="+url.QueryEscape("photos/2026/a.jpg"))
+		// A bucket/key finds the objects whose keys start with it.
+		obj := c.putObject("photos", "2026/a.jpg", []byte("not really a photo"))
+		for _, q := range []string{"photos/2026/a.jpg", "s3://photos/2026/", "photos/"} {
+			doc = c.page(bin, "#/files?q="+url.QueryEscape(q))
+			rows := doc.Find("tr[data-file]")
+			require.Equal(t, 1, rows.Length(), "one object matches %q", q)
+			require.Equal(t, obj, rows.AttrOr("data-file", ""), q)
+			require.Equal(t, "ACTIVE", rows.AttrOr("data-status", ""), q)
+			require.Contains(t, text(rows.Find("td").First()), "photos/2026/a.jpg", q)
+		}
+		doc = c.page(bin, "#/files?q="+url.QueryEscape("photos/2025/"))
 		require.Zero(t, doc.Find("tr[data-file]").Length())
-		require.Contains(t, text(doc.Find("#file-note")), "S3 API")
+		require.Contains(t, text(doc.Find("#file-note")), "no object in photos")
+		doc = c.page(bin, "#/files?q="+url.QueryEscape("albums/2026/a.jpg"))
+		require.Zero(t, doc.Find("tr[data-file]").Length())
+		require.Contains(t, text(doc.Find("#file-note")), "no bucket named albums")
 
 		id := files[0].res.FileID
 		doc = c.page(bin, "#/files/"+id+"?verify=1")
@@ -156,14 +169,15 @@ func TestConsoleShowsTheCluster(t *testing.T) {
 	c.waitEvicted(victim)
 	eventually(t, settleTimeout, "the durability report to count the eviction", func() (bool, string) {
 		d := c.durability()
-		return d.FilesByCopies["2"] == len(files), fmt.Sprintf("%+v", d)
+		// The files, and the object the file search stored.
+		return d.FilesByCopies["2"] == len(files)+1, fmt.Sprintf("%+v", d)
 	})
 
 	t.Run("the failure shows", func(t *testing.T) {
 		c := c.with(t)
 		d := c.overviewShows(bin, "DEGRADED")
 		require.Equal(t, 1, d.FailureHeadroom)
-		require.Equal(t, len(files), d.FilesByCopies["2"])
+		require.Equal(t, len(files)+1, d.FilesByCopies["2"])
 
 		doc := c.page(bin, "#/nodes")
 		require.Equal(t, "UNHEALTHY", doc.Find(`#view table tr[data-status][data-node="`+victim+`"]`).AttrOr("data-status", ""))
@@ -193,4 +207,27 @@ func TestConsoleShowsTheCluster(t *testing.T) {
 			require.Zero(t, doc.Find("#scrub-missing").Length())
 		}
 	})
+}
+
+// putObject creates bucket (when new) and stores data under key through the
+// REST API, and returns the object's file id.
+func (c *cluster) putObject(bucket, key string, data []byte) string {
+	c.t.Helper()
+	base := c.lc.CoordinatorURL() + "/api/buckets/" + bucket
+	req, err := http.NewRequest(http.MethodPut, base, nil)
+	require.NoError(c.t, err)
+	resp, err := c.http.Do(req)
+	require.NoError(c.t, err)
+	resp.Body.Close()
+	require.Contains(c.t, []int{http.StatusCreated, http.StatusConflict}, resp.StatusCode, "create bucket %s", bucket)
+	req, err = http.NewRequest(http.MethodPut, base+"/object?key="+url.QueryEscape(key), bytes.NewReader(data))
+	require.NoError(c.t, err)
+	resp, err = c.http.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	require.Equal(c.t, http.StatusCreated, resp.StatusCode, "put %s/%s", bucket, key)
+	var res struct{ FileID string }
+	require.NoError(c.t, json.NewDecoder(resp.Body).Decode(&res))
+	require.NotEmpty(c.t, res.FileID)
+	return res.FileID
 }

@@ -342,7 +342,7 @@
     if (UUID.test(lower)) return { kind: 'id', id: lower };
     const m = /^status:\s*([a-z,\s]+)$/i.exec(q);
     if (m) return { kind: 'status', statuses: m[1].split(',').map((s) => s.trim().toUpperCase()).filter(Boolean) };
-    const s3 = /^(?:s3:\/\/)?([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/(.+)$/.exec(q);
+    const s3 = /^(?:s3:\/\/)?([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/(.*)$/.exec(q);
     if (s3) return { kind: 'object', bucket: s3[1], key: s3[2] };
     return { kind: 'name', name: lower };
   }
@@ -365,8 +365,23 @@
           throw e;
         }
       }
-      case 'object':
-        return { items: [], note: 'bucket/key lookups need the S3 API, which this coordinator does not offer yet' };
+      case 'object': {
+        // The keys that start with what was typed, in the bucket's key
+        // order, each shown with its file's live status.
+        let l;
+        try {
+          l = await get('/buckets/' + encodeURIComponent(q.bucket) + '/objects?limit=' + PAGE_SIZE + '&prefix=' + encodeURIComponent(q.key));
+        } catch (e) {
+          if (e.status === 404) return { items: [], note: 'no bucket named ' + q.bucket };
+          throw e;
+        }
+        const found = await Promise.allSettled(l.objects.map(async (o) =>
+          Object.assign(await get('/files/' + o.fileId + '/metadata'), { fileName: o.bucket + '/' + o.key })));
+        const items = found.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+        const where = q.key === '' ? 'in ' + q.bucket : 'in ' + q.bucket + ' with keys starting "' + q.key + '"';
+        if (items.length === 0) return { items, note: 'no object ' + where };
+        return { items, note: items.length + (l.truncated ? ' (the first)' : '') + ' objects ' + where };
+      }
       case 'name': {
         const found = [];
         let scanned = 0;
@@ -419,7 +434,7 @@
     const form = h('form', { class: 'searchrow', onsubmit: submit },
       input, select, h('button', { class: 'primary', type: 'submit' }, 'Search'));
     fill(view, h('h1', {}, 'Files'),
-      panel(null, form, h('p', { class: 'hint' }, 'A file id finds that file; status:ACTIVE,DEGRADED lists by status; bucket/key (or s3://bucket/key) finds an object; anything else matches file names.'), results));
+      panel(null, form, h('p', { class: 'hint' }, 'A file id finds that file; status:ACTIVE,DEGRADED lists by status; bucket/key (or s3://bucket/key) lists the objects whose keys start with it; anything else matches file names.'), results));
     await run(0);
   }
 
