@@ -89,10 +89,10 @@ const (
 			WHERE ch.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id = ANY($1)
 			UNION ALL
 			SELECT node_id, max(CASE WHEN h = 2 THEN 1 ELSE 0 END), max(CASE WHEN h = 1 THEN 1 ELSE 0 END) FROM (
-				SELECT r.node_id, f.id, f.h
-				FROM chunked f JOIN chunk ch ON ch.pid = f.id AND ch.h = f.h
+				SELECT r.node_id, cf.id, cf.h
+				FROM chunked cf JOIN chunk ch ON ch.pid = cf.id AND ch.h = cf.h
 					JOIN file_replicas r ON r.file_id = ch.id
-				WHERE f.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id = ANY($1)) y
+				WHERE cf.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id = ANY($1)) y
 			GROUP BY node_id, id) x
 		GROUP BY node_id`
 )

@@ -69,14 +69,16 @@ const (
 	// manifest) is counted once, by the fewest healthy copies of its
 	// chunks. The chunks of an upload session (their parent is a part, not
 	// a manifest) are taken out and never put back: they are no file yet.
-	chunkedDurability = durabilityDown + `, chunk AS (
+	// The chunks are read once (MATERIALIZED) through files_parent_idx, the
+	// rows that have a parent, not through the status of every file.
+	chunkedDurability = durabilityDown + `, chunk AS MATERIALIZED (
 			SELECT c.id, c.parent_id AS pid, c.replication_factor AS rf, c.size_bytes AS size,
 				c.active_copies - COALESCE(d.n, 0) AS h
-			FROM files c LEFT JOIN down d ON d.file_id = c.id
+			FROM files c INDEXED BY files_parent_idx LEFT JOIN down d ON d.file_id = c.id
 			WHERE c.parent_id IS NOT NULL AND c.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')),
 		chunked AS (
 			SELECT m.id, m.replication_factor AS rf, m.size_bytes AS size, min(ch.h) AS h
-			FROM chunk ch JOIN files m ON m.id = ch.pid
+			FROM chunk ch CROSS JOIN files m ON m.id = ch.pid
 			WHERE m.parent_id IS NULL AND m.chunk_count > 0
 				AND m.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')
 			GROUP BY m.id, m.replication_factor, m.size_bytes)
@@ -95,14 +97,14 @@ const (
 	sqlDurabilityChunkedByNode = chunkedDurability + `SELECT node_id, sum(one), sum(none) FROM (
 			SELECT r.node_id, -(CASE WHEN ch.h = 2 THEN 1 ELSE 0 END) AS one,
 				-(CASE WHEN ch.h = 1 THEN 1 ELSE 0 END) AS none
-			FROM chunk ch JOIN file_replicas r ON r.file_id = ch.id
-			WHERE ch.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id IN (SELECT value FROM json_each(?1))
+			FROM chunk ch CROSS JOIN file_replicas r ON r.file_id = ch.id
+			WHERE ch.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND +r.node_id IN (SELECT value FROM json_each(?1))
 			UNION ALL
 			SELECT node_id, max(CASE WHEN h = 2 THEN 1 ELSE 0 END), max(CASE WHEN h = 1 THEN 1 ELSE 0 END) FROM (
-				SELECT r.node_id, f.id, f.h
-				FROM chunked f JOIN chunk ch ON ch.pid = f.id AND ch.h = f.h
-					JOIN file_replicas r ON r.file_id = ch.id
-				WHERE f.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id IN (SELECT value FROM json_each(?1))) y
+				SELECT r.node_id, cf.id, cf.h
+				FROM chunked cf CROSS JOIN chunk ch ON ch.pid = cf.id AND ch.h = cf.h
+					CROSS JOIN file_replicas r ON r.file_id = ch.id
+				WHERE cf.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND +r.node_id IN (SELECT value FROM json_each(?1))) y
 			GROUP BY node_id, id) x
 		GROUP BY node_id`
 )
