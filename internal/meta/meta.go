@@ -365,7 +365,7 @@ type NodeDurability struct {
 	// them on this node (a chunked file: one of its chunks with two has one
 	// here), and FilesLeftWithNoCopy those whose only one is here.
 	FilesLeftWithOneCopy int
-	FilesLeftWithNoCopy int
+	FilesLeftWithNoCopy  int
 }
 
 // Files is the number of readable files counted.
