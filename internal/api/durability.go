@@ -16,7 +16,8 @@ type Durability interface {
 // "Durability"). A healthy copy is an ACTIVE copy on a HEALTHY node.
 type DurabilityReport struct {
 	// FilesByCopies maps a number of healthy copies, as a decimal string, to
-	// the number of readable files with exactly that many. Every count from
+	// the number of readable files with exactly that many (a chunked file
+	// once, by its chunk with the fewest). Every count from
 	// "0" to the replication factor is present; a larger one only while
 	// some file has it (a copy being moved).
 	FilesByCopies     map[string]int `json:"filesByCopies"`

@@ -302,7 +302,9 @@ type Store interface {
 	// node, a draining one included, is not counted. It is one aggregate
 	// query over the replica index in one snapshot, never a walk of the files
 	// in Go, so it is cheap enough to ask at every scrape (behind a short
-	// cache). Duplicate or unknown node IDs are harmless.
+	// cache). Duplicate or unknown node IDs are harmless. A chunked file
+	// counts once, by the fewest healthy copies of its chunks; chunks of an
+	// upload session not completed count nowhere.
 	Durability(ctx context.Context, healthyNodes []string) (Durability, error)
 
 	// ChunksOf returns the chunks whose parent is parentID (a file or a
@@ -350,7 +352,7 @@ type Durability struct {
 	// are present; an empty map means no readable file.
 	FilesByCopies map[int]int
 	// BytesAtRisk sums the sizes of the readable files with fewer healthy
-	// copies than their own replication factor.
+	// copies than their own replication factor (a chunked file's whole size).
 	BytesAtRisk int64
 	// Nodes holds one entry per distinct healthy node, in ID order.
 	Nodes []NodeDurability
@@ -360,11 +362,10 @@ type Durability struct {
 type NodeDurability struct {
 	NodeID string
 	// FilesLeftWithOneCopy counts the files with two healthy copies, one of
-	// them on this node.
+	// them on this node (a chunked file: one of its chunks with two has one
+	// here), and FilesLeftWithNoCopy those whose only one is here.
 	FilesLeftWithOneCopy int
-	// FilesLeftWithNoCopy counts the files whose only healthy copy is on
-	// this node.
-	FilesLeftWithNoCopy int
+	FilesLeftWithNoCopy  int
 }
 
 // Files is the number of readable files counted.

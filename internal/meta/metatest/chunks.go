@@ -144,7 +144,7 @@ func testChunkedFileLifecycle(t *testing.T, s meta.Store) {
 	require.NotContains(t, ids, m.ID)
 	d, err := s.Durability(ctx, []string{"n1", "n2"})
 	require.NoError(t, err)
-	require.Equal(t, map[int]int{2: 2, 1: 1}, d.FilesByCopies)
+	require.Equal(t, map[int]int{1: 1}, d.FilesByCopies, "one file, as safe as its chunk with one copy")
 
 	// Deleting the manifest deletes its chunks through the blob path.
 	require.NoError(t, s.DeleteFile(ctx, m.ID))
@@ -453,4 +453,87 @@ func testManifestStatusFollowsChunks(t *testing.T, s meta.Store) {
 	require.NoError(t, s.DeleteFile(ctx, m.ID))
 	_, err = s.GetFile(ctx, m.ID)
 	requireKind(t, err, errs.NotFound)
+}
+
+// chunkedFile stores a manifest of size bytes and, under it, one ACTIVE
+// chunk per entry of chunks with a copy on each of that entry's nodes.
+func chunkedFile(t *testing.T, s meta.Store, status meta.FileStatus, size int64, chunks ...[]string) {
+	t.Helper()
+	m := newFile(1, nil)
+	m.Status, m.SizeBytes, m.ChunkCount = status, size, len(chunks)
+	createFile(t, s, m)
+	for i, nodes := range chunks {
+		addChunk(t, s, m.ID, i, nodes...)
+	}
+}
+
+// addChunk stores chunk index of parent, ACTIVE, with a copy on each of nodes.
+func addChunk(t *testing.T, s meta.Store, parent string, index int, nodes ...string) {
+	t.Helper()
+	copies := map[string]meta.ReplicaStatus{}
+	for _, node := range nodes {
+		copies[node] = meta.ReplicaActive
+	}
+	c := newFile(int64(2000+index), copies)
+	c.SizeBytes = 7
+	c.Chunk = meta.ChunkRef{ParentID: parent, Index: index, Offset: int64(index) * 7}
+	createFile(t, s, c)
+}
+
+// testDurabilityChunked: a chunked file counts once, by the fewest healthy
+// copies of its chunks, with its whole size at risk; the chunks of an
+// upload session not completed are not files and count nowhere. node-4 is
+// down.
+func testDurabilityChunked(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "node-1", "node-2", "node-3", "node-4")
+	healthy := []string{"node-1", "node-2", "node-3"}
+	all3 := []string{"node-1", "node-2", "node-3"}
+	// Two healthy copies: its middle chunk's third is on the down node-4.
+	chunkedFile(t, s, meta.FileActive, 300, all3, []string{"node-1", "node-2", "node-4"}, all3)
+	// One: two chunks whose only copy is on node-3; node-3's failure
+	// would leave the file with none, counted once.
+	chunkedFile(t, s, meta.FileDegraded, 500, []string{"node-3"}, all3, []string{"node-3"})
+	// Three: safe.
+	chunkedFile(t, s, meta.FileActive, 200, all3, all3)
+	// Not readable: counted nowhere.
+	chunkedFile(t, s, meta.FilePending, 900, []string{"node-1"})
+	// A whole-file blob beside them, with two healthy copies.
+	blob := newFile(1, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive, "node-2": meta.ReplicaActive})
+	blob.SizeBytes = 10
+	createFile(t, s, blob)
+	// An upload in progress: its chunks, with one copy each, are no file.
+	u := newSession(t, s, time.Hour)
+	p := newPart(t, s, u, 1)
+	addChunks(t, s, p.PartID, 2, 100, "node-1")
+	finishPart(t, s, p, 200)
+	addChunks(t, s, newPart(t, s, u, 2).PartID, 1, 100, "node-2")
+
+	d, err := s.Durability(ctx, healthy)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{3: 1, 2: 2, 1: 1}, d.FilesByCopies)
+	require.Equal(t, int64(300+500+10), d.BytesAtRisk)
+	require.Equal(t, []meta.NodeDurability{
+		{NodeID: "node-1", FilesLeftWithOneCopy: 2},
+		{NodeID: "node-2", FilesLeftWithOneCopy: 2},
+		{NodeID: "node-3", FilesLeftWithNoCopy: 1},
+	}, d.Nodes)
+
+	// node-4 comes back: the first file's chunks all have three copies.
+	d, err = s.Durability(ctx, append(healthy, "node-4"))
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{3: 2, 2: 1, 1: 1}, d.FilesByCopies)
+	require.Equal(t, int64(500+10), d.BytesAtRisk)
+	require.Equal(t, []meta.NodeDurability{
+		{NodeID: "node-1", FilesLeftWithOneCopy: 1},
+		{NodeID: "node-2", FilesLeftWithOneCopy: 1},
+		{NodeID: "node-3", FilesLeftWithNoCopy: 1},
+		{NodeID: "node-4"},
+	}, d.Nodes)
+
+	// With no healthy node, every readable file has none.
+	d, err = s.Durability(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{0: 4}, d.FilesByCopies)
+	require.Equal(t, int64(300+500+200+10), d.BytesAtRisk)
 }

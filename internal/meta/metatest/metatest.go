@@ -76,6 +76,7 @@ func Run(t *testing.T, open Opener) {
 		{"MarkNodeCopiesLost", testMarkNodeCopiesLost},
 		{"Durability", testDurability},
 		{"DurabilityEmpty", testDurabilityEmpty},
+		{"DurabilityChunked", testDurabilityChunked},
 		{"DurabilityFollowsWrites", testDurabilityFollowsWrites},
 		{"FileWritesAreReadBack", testFileWritesAreReadBack},
 		{"TimestampsRoundTrip", testTimestampsRoundTrip},

@@ -51,6 +51,50 @@ const (
 		FROM low JOIN file_replicas r ON r.file_id = low.id
 		WHERE low.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id = ANY($1)
 		GROUP BY r.node_id`
+
+	// The statements above count every row with no chunks of its own, the
+	// chunks included (they share the covering index with the whole-file
+	// blobs). chunkedDurability corrects that by the file: each readable
+	// chunk row is taken out again, and each readable chunked file (its
+	// manifest) is counted once, by the fewest healthy copies of its
+	// chunks. The chunks of an upload session (their parent is a part, not
+	// a manifest) are taken out and never put back: they are no file yet.
+	chunkedDurability = durabilityDown + `, chunk AS (
+			SELECT c.id, c.parent_id AS pid, c.replication_factor AS rf, c.size_bytes AS size,
+				c.active_copies - COALESCE(d.n, 0) AS h
+			FROM files c LEFT JOIN down d ON d.file_id = c.id
+			WHERE c.parent_id IS NOT NULL AND c.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')),
+		chunked AS (
+			SELECT m.id, m.replication_factor AS rf, m.size_bytes AS size, min(ch.h) AS h
+			FROM chunk ch JOIN files m ON m.id = ch.pid
+			WHERE m.parent_id IS NULL AND m.chunk_count > 0
+				AND m.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')
+			GROUP BY m.id, m.replication_factor, m.size_bytes)
+		`
+	// sqlDurabilityChunked is the correction of FilesByCopies and
+	// BytesAtRisk: per healthy copy count, files added and bytes at risk.
+	sqlDurabilityChunked = chunkedDurability + `SELECT h, sum(n), COALESCE(sum(b), 0)::bigint FROM (
+			SELECT h, -1 AS n, -(CASE WHEN h < rf THEN size ELSE 0 END) AS b FROM chunk
+			UNION ALL
+			SELECT h, 1, CASE WHEN h < rf THEN size ELSE 0 END FROM chunked) x
+		GROUP BY h`
+	// sqlDurabilityChunkedByNode is the correction of the per-node counts: a
+	// chunked file with one or two healthy copies loses one to a node's
+	// failure when one of its chunks with that fewest count has a copy there;
+	// it counts once per node however many such chunks the node holds.
+	sqlDurabilityChunkedByNode = chunkedDurability + `SELECT node_id, sum(one), sum(none) FROM (
+			SELECT r.node_id, -(CASE WHEN ch.h = 2 THEN 1 ELSE 0 END) AS one,
+				-(CASE WHEN ch.h = 1 THEN 1 ELSE 0 END) AS none
+			FROM chunk ch JOIN file_replicas r ON r.file_id = ch.id
+			WHERE ch.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id = ANY($1)
+			UNION ALL
+			SELECT node_id, max(CASE WHEN h = 2 THEN 1 ELSE 0 END), max(CASE WHEN h = 1 THEN 1 ELSE 0 END) FROM (
+				SELECT r.node_id, cf.id, cf.h
+				FROM chunked cf JOIN chunk ch ON ch.pid = cf.id AND ch.h = cf.h
+					JOIN file_replicas r ON r.file_id = ch.id
+				WHERE cf.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND r.node_id = ANY($1)) y
+			GROUP BY node_id, id) x
+		GROUP BY node_id`
 )
 
 // Durability counts the readable files' healthy copies in one snapshot.
@@ -93,19 +137,35 @@ func (s *Store) Durability(ctx context.Context, healthyNodes []string) (meta.Dur
 		}); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlDurabilityByNode, nodes)
+		rows, err = tx.Query(ctx, sqlDurabilityChunked, nodes)
 		if err != nil {
+			return err
+		}
+		if _, err := pgx.ForEachRow(rows, []any{&healthy, &files, &atRisk}, func() error {
+			d.FilesByCopies[healthy] += files
+			d.BytesAtRisk += atRisk
+			return nil
+		}); err != nil {
 			return err
 		}
 		var id string
 		var one, none int
-		_, err = pgx.ForEachRow(rows, []any{&id, &one, &none}, func() error {
-			if i, ok := slices.BinarySearch(nodes, id); ok {
-				d.Nodes[i].FilesLeftWithOneCopy, d.Nodes[i].FilesLeftWithNoCopy = one, none
+		for _, query := range []string{sqlDurabilityByNode, sqlDurabilityChunkedByNode} {
+			rows, err = tx.Query(ctx, query, nodes)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-		return err
+			if _, err := pgx.ForEachRow(rows, []any{&id, &one, &none}, func() error {
+				if i, ok := slices.BinarySearch(nodes, id); ok {
+					d.Nodes[i].FilesLeftWithOneCopy += one
+					d.Nodes[i].FilesLeftWithNoCopy += none
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return meta.Durability{}, err

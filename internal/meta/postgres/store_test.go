@@ -272,6 +272,8 @@ func TestIndexedQueries(t *testing.T) {
 			JOIN files f ON f.ring_position BETWEEN r.lo AND r.hi ORDER BY f.ring_position, f.id`, "files_ring_position_idx"},
 		{"files by risk", strings.Replace(sqlFileIDsByRisk, "$1", "'{0b6d5c1e-8f0a-4a8e-9c52-3d1f0f6e2a11}'", 1), "files_pkey"},
 		{"repair queue", sqlRepairQueue, "files_durability_idx"},
+		{"durability of chunked files", strings.ReplaceAll(sqlDurabilityChunked, "$1", "'{node-1}'::text[]"), "files_durability_idx"},
+		{"durability of chunked files by node", strings.ReplaceAll(sqlDurabilityChunkedByNode, "$1", "'{node-1}'::text[]"), "files_durability_idx"},
 	}
 	ctx := context.Background()
 	for _, tc := range cases {

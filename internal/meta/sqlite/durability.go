@@ -61,6 +61,52 @@ const (
 		FROM low CROSS JOIN file_replicas r ON r.file_id = low.id
 		WHERE r.status = 'ACTIVE' AND +r.node_id IN (SELECT value FROM json_each(?1))
 		GROUP BY r.node_id`
+
+	// The statements above count every row with no chunks of its own, the
+	// chunks included (they share the covering index with the whole-file
+	// blobs). chunkedDurability corrects that by the file: each readable
+	// chunk row is taken out again, and each readable chunked file (its
+	// manifest) is counted once, by the fewest healthy copies of its
+	// chunks. The chunks of an upload session (their parent is a part, not
+	// a manifest) are taken out and never put back: they are no file yet.
+	// The chunks are read once (MATERIALIZED) through files_parent_idx, the
+	// rows that have a parent, not through the status of every file.
+	chunkedDurability = durabilityDown + `, chunk AS MATERIALIZED (
+			SELECT c.id, c.parent_id AS pid, c.replication_factor AS rf, c.size_bytes AS size,
+				c.active_copies - COALESCE(d.n, 0) AS h
+			FROM files c INDEXED BY files_parent_idx LEFT JOIN down d ON d.file_id = c.id
+			WHERE c.parent_id IS NOT NULL AND c.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')),
+		chunked AS (
+			SELECT m.id, m.replication_factor AS rf, m.size_bytes AS size, min(ch.h) AS h
+			FROM chunk ch CROSS JOIN files m ON m.id = ch.pid
+			WHERE m.parent_id IS NULL AND m.chunk_count > 0
+				AND m.status IN ('ACTIVE', 'DEGRADED', 'REBALANCING', 'FAILED')
+			GROUP BY m.id, m.replication_factor, m.size_bytes)
+		`
+	// sqlDurabilityChunked is the correction of FilesByCopies and
+	// BytesAtRisk: per healthy copy count, files added and bytes at risk.
+	sqlDurabilityChunked = chunkedDurability + `SELECT h, sum(n), COALESCE(sum(b), 0) FROM (
+			SELECT h, -1 AS n, -(CASE WHEN h < rf THEN size ELSE 0 END) AS b FROM chunk
+			UNION ALL
+			SELECT h, 1, CASE WHEN h < rf THEN size ELSE 0 END FROM chunked) x
+		GROUP BY h`
+	// sqlDurabilityChunkedByNode is the correction of the per-node counts: a
+	// chunked file with one or two healthy copies loses one to a node's
+	// failure when one of its chunks with that fewest count has a copy there;
+	// it counts once per node however many such chunks the node holds.
+	sqlDurabilityChunkedByNode = chunkedDurability + `SELECT node_id, sum(one), sum(none) FROM (
+			SELECT r.node_id, -(CASE WHEN ch.h = 2 THEN 1 ELSE 0 END) AS one,
+				-(CASE WHEN ch.h = 1 THEN 1 ELSE 0 END) AS none
+			FROM chunk ch CROSS JOIN file_replicas r ON r.file_id = ch.id
+			WHERE ch.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND +r.node_id IN (SELECT value FROM json_each(?1))
+			UNION ALL
+			SELECT node_id, max(CASE WHEN h = 2 THEN 1 ELSE 0 END), max(CASE WHEN h = 1 THEN 1 ELSE 0 END) FROM (
+				SELECT r.node_id, cf.id, cf.h
+				FROM chunked cf CROSS JOIN chunk ch ON ch.pid = cf.id AND ch.h = cf.h
+					CROSS JOIN file_replicas r ON r.file_id = ch.id
+				WHERE cf.h BETWEEN 1 AND 2 AND r.status = 'ACTIVE' AND +r.node_id IN (SELECT value FROM json_each(?1))) y
+			GROUP BY node_id, id) x
+		GROUP BY node_id`
 )
 
 // Durability counts the readable files' healthy copies in one read snapshot.
@@ -102,17 +148,35 @@ func (s *Store) Durability(ctx context.Context, healthyNodes []string) (meta.Dur
 		}); err != nil {
 			return err
 		}
-		return eachRow(ctx, tx, sqlDurabilityByNode, string(list), func(rows *sql.Rows) error {
-			var id string
-			var one, none int
-			if err := rows.Scan(&id, &one, &none); err != nil {
+		if err := eachRow(ctx, tx, sqlDurabilityChunked, string(list), func(rows *sql.Rows) error {
+			var copies, files int
+			var atRisk int64
+			if err := rows.Scan(&copies, &files, &atRisk); err != nil {
 				return err
 			}
-			if i, ok := slices.BinarySearch(nodes, id); ok {
-				d.Nodes[i].FilesLeftWithOneCopy, d.Nodes[i].FilesLeftWithNoCopy = one, none
-			}
+			d.FilesByCopies[copies] += files
+			d.BytesAtRisk += atRisk
 			return nil
-		})
+		}); err != nil {
+			return err
+		}
+		for _, query := range []string{sqlDurabilityByNode, sqlDurabilityChunkedByNode} {
+			if err := eachRow(ctx, tx, query, string(list), func(rows *sql.Rows) error {
+				var id string
+				var one, none int
+				if err := rows.Scan(&id, &one, &none); err != nil {
+					return err
+				}
+				if i, ok := slices.BinarySearch(nodes, id); ok {
+					d.Nodes[i].FilesLeftWithOneCopy += one
+					d.Nodes[i].FilesLeftWithNoCopy += none
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return meta.Durability{}, err

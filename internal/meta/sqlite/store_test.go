@@ -273,6 +273,8 @@ func TestIndexedQueries(t *testing.T) {
 		{"durability by active copies", sqlDurabilityByActive, "files_durability_idx", nil},
 		{"durability of copies on down nodes", sqlDurabilityDown, "file_replicas_node_status_idx", []any{`["node-1"]`}},
 		{"durability by node", sqlDurabilityByNode, "files_durability_idx", []any{`["node-1"]`}},
+		{"durability of chunked files", sqlDurabilityChunked, "files_parent_idx", []any{`["node-1"]`}},
+		{"durability of chunked files by node", sqlDurabilityChunkedByNode, "files_parent_idx", []any{`["node-1"]`}},
 		{"files by risk", sqlFileIDsByRisk, "sqlite_autoindex_files_1", []any{`["0b6d5c1e-8f0a-4a8e-9c52-3d1f0f6e2a11"]`}},
 		{"repair queue", sqlRepairQueue, "files_durability_idx", nil},
 	}
