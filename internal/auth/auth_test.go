@@ -159,3 +159,38 @@ func TestRESTAuthentication(t *testing.T) {
 	open.ServeHTTP(rec, httptest.NewRequest("DELETE", "/api/files/x", nil))
 	require.Equal(t, 200, rec.Code, "without a root key the API stays open")
 }
+
+// TestKeyCacheRevocation: a key revoked through another coordinator (another
+// Keys over the same store) stops working here once KeyCacheTTL has passed,
+// and at once through the one that revoked it; an unknown key is not cached,
+// so a key created elsewhere works at once.
+func TestKeyCacheRevocation(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	here, there := newKeys(t, store, rootKey, rootSecret), newKeys(t, store, rootKey, rootSecret)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	here.SetClock(func() time.Time { return now })
+
+	_, err := here.Secret(ctx, "late-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey)
+	_, err = there.Create(ctx, "late", "late-key", "late-secret-1", true)
+	require.NoError(t, err)
+	got, err := here.Secret(ctx, "late-key")
+	require.NoError(t, err, "a miss is not cached")
+	require.Equal(t, "late-secret-1", got)
+	require.True(t, here.IsAdmin(ctx, "late-key"))
+
+	require.NoError(t, there.Delete(ctx, "late-key"))
+	_, err = there.Secret(ctx, "late-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey, "revoked at once where it was revoked")
+	got, err = here.Secret(ctx, "late-key")
+	require.NoError(t, err, "within the TTL the cached secret is still used")
+	require.Equal(t, "late-secret-1", got)
+
+	now = now.Add(auth.KeyCacheTTL)
+	_, err = here.Secret(ctx, "late-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey, "revoked once the TTL has passed")
+	require.False(t, here.IsAdmin(ctx, "late-key"))
+	_, err = here.Basic(ctx, "late-key", "late-secret-1")
+	require.Equal(t, errs.Unauthorized, errs.KindOf(err))
+}

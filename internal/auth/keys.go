@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
@@ -48,6 +49,29 @@ type Keys struct {
 	rootSecret string
 	aead       cipher.AEAD // seals stored secrets; nil without a root key
 	log        *slog.Logger
+	// now is the clock of the lookup cache; tests set it.
+	now func() time.Time
+
+	mu     sync.Mutex
+	cached map[string]cachedKey
+	// revoked counts the keys forgotten, so that a read begun before a
+	// revocation does not cache what it read.
+	revoked uint64
+}
+
+// KeyCacheTTL is how long a stored key's unsealed secret is reused without
+// reading its row again. A key revoked through this coordinator stops
+// working at once; one revoked through another stops here within the TTL.
+// Unknown keys are not cached, so a new key works at once everywhere.
+const KeyCacheTTL = 2 * time.Second
+
+// maxCachedKeys bounds the cache, cleared whole when it is reached.
+const maxCachedKeys = 10000
+
+type cachedKey struct {
+	secret  string
+	admin   bool
+	expires time.Time
 }
 
 // sealPrefix marks a secret sealed with the root secret's key (version 1).
@@ -60,7 +84,7 @@ func New(store Store, rootKey, rootSecret string, log *slog.Logger) (*Keys, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	k := &Keys{store: store, rootKey: rootKey, rootSecret: rootSecret, log: log}
+	k := &Keys{store: store, rootKey: rootKey, rootSecret: rootSecret, log: log, now: time.Now}
 	if rootKey != "" {
 		sum := sha256.Sum256([]byte("dfs access-key sealing v1\x00" + rootSecret))
 		block, err := aes.NewCipher(sum[:])
@@ -165,7 +189,9 @@ func (k *Keys) Delete(ctx context.Context, accessKey string) error {
 	if accessKey == k.rootKey && k.rootKey != "" {
 		return errs.E(errs.Invalid, "the root key comes from ROOT_ACCESS_KEY and cannot be revoked through the API")
 	}
-	if err := k.store.DeleteAccessKey(ctx, accessKey); err != nil {
+	err := k.store.DeleteAccessKey(ctx, accessKey)
+	k.forget(accessKey) // even on an error: the row may be gone
+	if err != nil {
 		return err
 	}
 	k.log.Info("access key revoked", "access_key", accessKey)
@@ -178,11 +204,48 @@ type Identity struct {
 	Admin     bool
 }
 
-// lookup finds a key's secret and whether it is an admin.
+// SetClock replaces the clock of the lookup cache, for tests.
+func (k *Keys) SetClock(now func() time.Time) { k.now = now }
+
+func (k *Keys) forget(accessKey string) {
+	k.mu.Lock()
+	delete(k.cached, accessKey)
+	k.revoked++
+	k.mu.Unlock()
+}
+
+// lookup finds a key's secret and whether it is an admin, from the cache
+// while its entry is fresh.
 func (k *Keys) lookup(ctx context.Context, accessKey string) (string, bool, error) {
 	if k.rootKey != "" && accessKey == k.rootKey {
 		return k.rootSecret, true, nil
 	}
+	now := k.now()
+	k.mu.Lock()
+	c, ok := k.cached[accessKey]
+	revoked := k.revoked
+	k.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.secret, c.admin, nil
+	}
+	secret, admin, err := k.read(ctx, accessKey)
+	if err != nil {
+		return "", false, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.revoked != revoked {
+		return secret, admin, nil
+	}
+	if k.cached == nil || len(k.cached) >= maxCachedKeys {
+		k.cached = make(map[string]cachedKey)
+	}
+	k.cached[accessKey] = cachedKey{secret: secret, admin: admin, expires: now.Add(KeyCacheTTL)}
+	return secret, admin, nil
+}
+
+// read reads a stored key's row and unseals its secret.
+func (k *Keys) read(ctx context.Context, accessKey string) (string, bool, error) {
 	rec, err := k.store.GetAccessKey(ctx, accessKey)
 	if errs.Is(err, errs.NotFound) {
 		return "", false, sigv4.ErrUnknownKey

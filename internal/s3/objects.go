@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/objects"
@@ -188,7 +189,10 @@ func (s *Server) getObject(w http.ResponseWriter, r *request) error {
 	}
 	defer d.Body.Close()
 	w.WriteHeader(status)
-	if _, err := io.Copy(w, d.Body); err != nil {
+	// A pooled buffer: io.Copy would allocate 32 KiB for every GET.
+	buf := bufpool.Get()
+	defer bufpool.Put(buf)
+	if _, err := io.CopyBuffer(w, d.Body, *buf); err != nil {
 		s.log.Warn("S3 download aborted", "bucket", r.bucket, "key", r.key, "file", o.FileID, "err", err)
 		panic(http.ErrAbortHandler) // the client must see a failed transfer, not a short success
 	}

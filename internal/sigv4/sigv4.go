@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -76,6 +77,40 @@ type Verifier struct {
 	Secrets Secrets
 	// Now is the server's clock; nil means time.Now.
 	Now func() time.Time
+
+	keys signingKeys
+}
+
+// signingKeys keeps the derived signing keys (four HMACs each) by the
+// secret and scope they come from. An entry is only ever used with the same
+// secret it was derived from, so a changed or revoked secret never meets an
+// old key: it is a cache of a pure function, bounded by clearing it whole.
+type signingKeys struct {
+	mu sync.Mutex
+	m  map[signingScope][]byte
+}
+
+type signingScope struct{ secret, date, region, service string }
+
+// maxSigningKeys bounds the cache; a day's keys of as many access keys.
+const maxSigningKeys = 4096
+
+func (c *signingKeys) get(secret, date, region, service string) []byte {
+	s := signingScope{secret, date, region, service}
+	c.mu.Lock()
+	k, ok := c.m[s]
+	c.mu.Unlock()
+	if ok {
+		return k
+	}
+	k = signingKey(secret, date, region, service)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxSigningKeys {
+		c.m = make(map[signingScope][]byte)
+	}
+	c.m[s] = k
+	c.mu.Unlock()
+	return k
 }
 
 // Signed reports whether r carries a Signature V4, in its header or query.
@@ -134,7 +169,7 @@ func (v *Verifier) Verify(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key := signingKey(secret, a.date, a.region, a.service)
+	key := v.keys.get(secret, a.date, a.region, a.service)
 	want := hex.EncodeToString(hmacSHA256(key, stringToSign(a, canonicalRequest(r, a))))
 	if !hmac.Equal([]byte(want), []byte(a.signature)) {
 		return "", mismatch()

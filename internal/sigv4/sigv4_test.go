@@ -308,3 +308,26 @@ func TestPayloadHashMustBeSigned(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status)
 	require.Equal(t, "AccessDenied", got)
 }
+
+// TestSigningKeyFollowsSecret: the derived signing keys are cached, but by
+// the secret too, so once a key's secret changes the old secret's
+// signatures fail and the new one's pass, in the same day and scope.
+func TestSigningKeyFollowsSecret(t *testing.T) {
+	now := time.Now().UTC()
+	current := "first-secret-0123456789"
+	v := &sigv4.Verifier{Region: region, Now: func() time.Time { return now }, Secrets: func(context.Context, string) (string, error) {
+		return current, nil
+	}}
+	verify := func(sec string) error {
+		r := sdkSigned(t, http.MethodGet, "http://example.com/b/k", nil, hexSHA256(nil), accessKey, sec, now)
+		_, err := v.Verify(r)
+		return err
+	}
+	require.NoError(t, verify("first-secret-0123456789"))
+	require.NoError(t, verify("first-secret-0123456789"), "from the cached key")
+	current = "second-secret-0123456789"
+	var e *sigv4.Error
+	require.ErrorAs(t, verify("first-secret-0123456789"), &e)
+	require.Equal(t, "SignatureDoesNotMatch", e.Code)
+	require.NoError(t, verify("second-secret-0123456789"))
+}

@@ -87,6 +87,11 @@ func (b *bench) s3Small(ctx context.Context) error {
 			return fmt.Errorf("no S3 4 KiB PutObject succeeded: %v", r.firstErr)
 		}
 		b.logf("S3 4 KiB GetObject, run %d of %d", run+1, b.runs)
+		profDone := func() {}
+		if run == 0 {
+			profDone = b.startProfiles(ctx, bc, "coordinator-s3-download4k")
+		}
+		cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
 		r = closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
 			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 			defer cancel()
@@ -101,8 +106,10 @@ func (b *bench) s3Small(ctx context.Context) error {
 			}
 			return err
 		})
+		profDone()
 		b.loopFailures("S3 4 KiB GetObject", r)
 		addRate(s, dfsS3Download, r)
+		addCPU(s, "s3-download4k", cpu)
 	}
 	figs := s.figures()
 	rename(figs, dfsS3Upload, fmt.Sprintf("S3 4 KiB PutObject ×%d", b.clients))
