@@ -143,6 +143,9 @@ func TestRESTAuthentication(t *testing.T) {
 		{"liveness is open", "GET", "/health/live", "", "", false, 200, ""},
 		{"metrics are open", "GET", "/metrics", "", "", false, 200, ""},
 		{"registration has the cluster token", "POST", "/api/nodes/register", "", "", false, 200, ""},
+		{"a node's corruption report has the cluster token", "POST", "/api/nodes/node-1/corrupt", "", "", false, 200, ""},
+		{"other node calls are not", "DELETE", "/api/nodes/node-1", "", "", false, 401, `"UNAUTHORIZED"`},
+		{"nor a path that only ends like a report", "POST", "/api/nodes/a/b/corrupt", "", "", false, 401, `"UNAUTHORIZED"`},
 		{"the console is not", "GET", "/console/", "", "", false, 401, `"UNAUTHORIZED"`},
 		{"swagger is not", "GET", "/swagger-ui/", "", "", false, 401, `"UNAUTHORIZED"`},
 	}

@@ -20,10 +20,21 @@ func FromContext(ctx context.Context) (Identity, bool) {
 }
 
 // exempt reports whether path is served without a key: the probes, the
-// metrics, and node registration, which CLUSTER_TOKEN guards instead (a
-// storage node holds no access key).
+// metrics, and the calls storage nodes make — registration and corruption
+// reports (POST /api/nodes/{id}/corrupt) — which CLUSTER_TOKEN guards
+// instead (a storage node holds no access key).
 func exempt(path string) bool {
-	return strings.HasPrefix(path, "/health/") || path == "/metrics" || path == "/api/nodes/register"
+	return strings.HasPrefix(path, "/health/") || path == "/metrics" || path == "/api/nodes/register" || nodeReport(path)
+}
+
+// nodeReport reports whether path is /api/nodes/{id}/corrupt for one id.
+func nodeReport(path string) bool {
+	id, ok := strings.CutPrefix(path, "/api/nodes/")
+	if !ok {
+		return false
+	}
+	id, ok = strings.CutSuffix(id, "/corrupt")
+	return ok && id != "" && !strings.Contains(id, "/")
 }
 
 // adminOnly reports whether path needs an admin key.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,13 +31,18 @@ func TestRootKeyS3PortAndAPIAuth(t *testing.T) {
 		name     string
 		env      map[string]string
 		rest, s3 int // statuses of an anonymous GET /api/files and GET / on S3_PORT (0: nothing listens)
+		// warns: the start-up warns that node calls go unauthenticated
+		// (a root key without CLUSTER_TOKEN).
+		warns bool
 	}{
-		{"no root key", map[string]string{}, http.StatusOK, 0},
-		{"a root key", map[string]string{"ROOT_ACCESS_KEY": "admin", "ROOT_SECRET_KEY": "admin-secret"}, http.StatusUnauthorized, 0},
+		{"no root key", map[string]string{}, http.StatusOK, 0, false},
+		{"a root key", map[string]string{"ROOT_ACCESS_KEY": "admin", "ROOT_SECRET_KEY": "admin-secret"}, http.StatusUnauthorized, 0, true},
+		{"a root key and CLUSTER_TOKEN", map[string]string{"ROOT_ACCESS_KEY": "admin", "ROOT_SECRET_KEY": "admin-secret", "CLUSTER_TOKEN": "t0ken"},
+			http.StatusUnauthorized, 0, false},
 		{"a root key, API_AUTH=open", map[string]string{"ROOT_ACCESS_KEY": "admin", "ROOT_SECRET_KEY": "admin-secret", "API_AUTH": "open"},
-			http.StatusOK, 0},
+			http.StatusOK, 0, true},
 		{"S3_PORT", map[string]string{"ROOT_ACCESS_KEY": "admin", "ROOT_SECRET_KEY": "admin-secret", "S3_PORT": "s3"},
-			http.StatusUnauthorized, http.StatusForbidden},
+			http.StatusUnauthorized, http.StatusForbidden, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			port, s3Port := freePort(t), freePort(t)
@@ -50,8 +56,10 @@ func TestRootKeyS3PortAndAPIAuth(t *testing.T) {
 			cfg, err := LoadConfig(envconf.FromMap(env))
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
-			app, err := New(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+			var logged syncBuffer
+			app, err := New(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), prometheus.NewRegistry())
 			require.NoError(t, err)
+			require.Equal(t, tc.warns, strings.Contains(logged.String(), "CLUSTER_TOKEN is not"), "the start-up's warning:\n%s", logged.String())
 			done := make(chan error, 1)
 			go func() { done <- app.Run(ctx) }()
 			defer func() {
