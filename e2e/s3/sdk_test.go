@@ -357,6 +357,49 @@ func TestS3WithTheGoClients(t *testing.T) {
 		require.Equal(t, "application/x-parts", *got.ContentType)
 	})
 
+	t.Run("multipart listing", func(t *testing.T) {
+		_, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("uploads")})
+		require.NoError(t, err)
+		byID := map[string]string{}
+		for _, k := range []string{"top", "logs/2026/a", "logs/2026/b", "logs/2027/c", "media/x", "top"} {
+			mp, err := root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String(k)})
+			require.NoError(t, err)
+			byID[*mp.UploadId] = k
+		}
+		// Pages of two across the common prefixes, by the next markers.
+		var got []string
+		in := &s3.ListMultipartUploadsInput{Bucket: aws.String("uploads"), Delimiter: aws.String("/"), MaxUploads: aws.Int32(2)}
+		for page := 0; ; page++ {
+			require.Less(t, page, 10)
+			out, err := root.ListMultipartUploads(ctx, in)
+			require.NoError(t, err)
+			for _, u := range out.Uploads {
+				got = append(got, byID[*u.UploadId])
+			}
+			for _, p := range out.CommonPrefixes {
+				got = append(got, "prefix:"+*p.Prefix)
+			}
+			if !*out.IsTruncated {
+				break
+			}
+			in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		}
+		require.Equal(t, []string{"prefix:logs/", "prefix:media/", "top", "top"}, got)
+		out, err := root.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("uploads"), Prefix: aws.String("logs/"),
+			Delimiter: aws.String("/")})
+		require.NoError(t, err)
+		require.Empty(t, out.Uploads)
+		require.Len(t, out.CommonPrefixes, 2)
+		require.Equal(t, "logs/2026/", *out.CommonPrefixes[0].Prefix)
+		require.Equal(t, "logs/2027/", *out.CommonPrefixes[1].Prefix)
+		for id, k := range byID {
+			_, err := root.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String(k), UploadId: aws.String(id)})
+			require.NoError(t, err)
+		}
+		_, err = root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("uploads")})
+		require.NoError(t, err)
+	})
+
 	t.Run("minio-go", func(t *testing.T) {
 		mc, err := minio.New(strings.TrimPrefix(c.s3URL, "http://"), &minio.Options{
 			Creds: miniocreds.NewStaticV4(rootKey, rootSecret, ""), Region: region, BucketLookup: minio.BucketLookupPath,

@@ -141,6 +141,23 @@ func TestStorageTools(t *testing.T) {
 		got, err = os.ReadFile(big)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(files["big.bin"], got), "the multipart copy holds the source's bytes")
+		// An upload left open, listed a level at a time.
+		created := s3("s3api", "create-multipart-upload", "--bucket", "aws-bucket", "--key", "open/upload.bin")
+		var mp struct{ UploadId string }
+		require.NoError(t, json.Unmarshal([]byte(created), &mp))
+		var listed struct {
+			Uploads        []struct{ Key, UploadId string }
+			CommonPrefixes []struct{ Prefix string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(s3("s3api", "list-multipart-uploads", "--bucket", "aws-bucket", "--delimiter", "/")), &listed))
+		require.Empty(t, listed.Uploads)
+		require.Len(t, listed.CommonPrefixes, 1)
+		require.Equal(t, "open/", listed.CommonPrefixes[0].Prefix)
+		require.NoError(t, json.Unmarshal([]byte(s3("s3api", "list-multipart-uploads", "--bucket", "aws-bucket", "--delimiter", "/", "--prefix", "open/")), &listed))
+		require.Len(t, listed.Uploads, 1)
+		require.Equal(t, mp.UploadId, listed.Uploads[0].UploadId)
+		require.Equal(t, "open/upload.bin", listed.Uploads[0].Key)
+		s3("s3api", "abort-multipart-upload", "--bucket", "aws-bucket", "--key", "open/upload.bin", "--upload-id", mp.UploadId)
 		s3("s3", "rm", "--recursive", "s3://aws-bucket/")
 		require.Empty(t, strings.TrimSpace(s3("s3", "ls", "--recursive", "s3://aws-bucket/")))
 		s3("s3", "rb", "s3://aws-bucket")

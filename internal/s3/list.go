@@ -61,9 +61,9 @@ func (s *Server) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 		}
 		n = min(n, maxKeys)
 	}
-	enc := q.Get("encoding-type")
-	if enc != "" && enc != "url" {
-		return invalidArgument("encoding-type must be url")
+	enc, err := encodingType(q.Get("encoding-type"))
+	if err != nil {
+		return err
 	}
 	lq := meta.ListQuery{Bucket: r.bucket, Prefix: q.Get("prefix"), Delimiter: q.Get("delimiter"), MaxKeys: n}
 	out := listBucketResult{Name: r.bucket, Prefix: lq.Prefix, Delimiter: lq.Delimiter, MaxKeys: n, EncodingType: enc}
@@ -86,12 +86,7 @@ func (s *Server) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 	if err != nil {
 		return err
 	}
-	esc := func(s string) string {
-		if enc == "url" {
-			return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
-		}
-		return s
-	}
+	esc := keyEncoder(enc)
 	for _, o := range page.Objects {
 		c := contentXML{Key: esc(o.Key), LastModified: s3Time(o.ModifiedAt), ETag: quote(o.ETag), Size: o.SizeBytes, StorageClass: "STANDARD"}
 		if fetchOwner {
@@ -121,4 +116,20 @@ func (s *Server) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 	}
 	writeXML(w, http.StatusOK, out)
 	return nil
+}
+
+// encodingType checks a listing's encoding-type: none, or url.
+func encodingType(enc string) (string, error) {
+	if enc != "" && enc != "url" {
+		return "", invalidArgument("encoding-type must be url")
+	}
+	return enc, nil
+}
+
+// keyEncoder encodes the keys of a listing as its encoding-type asks.
+func keyEncoder(enc string) func(string) string {
+	if enc != "url" {
+		return func(s string) string { return s }
+	}
+	return func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
 }

@@ -103,7 +103,9 @@ func (s *Server) createUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	u := meta.Upload{ID: uuid.NewString(), SessionID: sid, Bucket: r.bucket, Key: r.key, Owner: r.accessKey,
+	// A time-ordered id (UUIDv7): the index lists one key's uploads by id,
+	// which is then the order they were started in, as S3 lists them.
+	u := meta.Upload{ID: uuid.Must(uuid.NewV7()).String(), SessionID: sid, Bucket: r.bucket, Key: r.key, Owner: r.accessKey,
 		ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header)}
 	if err := s.o.Namespace.CreateUpload(r.Context(), &u); err != nil {
 		_ = s.o.Sessions.AbortSession(context.WithoutCancel(r.Context()), sid)
@@ -391,40 +393,120 @@ type listUploadsResult struct {
 	NextKeyMarker      string
 	NextUploadIDMarker string `xml:"NextUploadIdMarker"`
 	Prefix             string
+	Delimiter          string `xml:",omitempty"`
 	MaxUploads         int
+	EncodingType       string `xml:",omitempty"`
 	IsTruncated        bool
 	Uploads            []uploadXML `xml:"Upload"`
+	CommonPrefixes     []prefixXML
 }
+
+// uploadsPage is one page of ListMultipartUploads: uploads and common
+// prefixes in key order, and where the next page starts when truncated.
+type uploadsPage struct {
+	uploads         []meta.Upload
+	prefixes        []string
+	truncated       bool
+	nextKey, nextID string
+}
+
+// uploadsAfter pages through the (bucket, key, upload id) index as S3 lists
+// uploads: after the upload (keyMarker, idMarker), or after every upload of
+// keyMarker when no id marker is given; with a delimiter, the keys that hold
+// it after the prefix roll up into common prefixes, each counted as one
+// entry of limit and skipped past in one seek rather than read. A key
+// marker that is such a common prefix (the NextKeyMarker of a page that
+// ended on one) continues past every key under it.
+func uploadsAfter(ctx context.Context, ns meta.Namespace, bucket, prefix, delimiter, keyMarker, idMarker string, limit int) (uploadsPage, error) {
+	var page uploadsPage
+	if limit <= 0 {
+		return page, nil
+	}
+	afterKey, afterID := keyMarker, idMarker
+	switch {
+	case keyMarker == "":
+		afterID = "" // S3 ignores an upload id marker without a key marker
+	case delimiter != "" && commonPrefix(keyMarker, prefix, delimiter) == keyMarker:
+		afterKey, afterID = pastPrefix(keyMarker), ""
+	case idMarker == "":
+		afterID = "~" // above every upload id (UUIDs): every upload of the marker key is passed
+	}
+	count := 0
+next:
+	for {
+		// One more than is left, to learn whether the listing goes on.
+		batch, err := ns.UploadsAfter(ctx, bucket, prefix, afterKey, afterID, limit-count+1)
+		if err != nil {
+			return uploadsPage{}, err
+		}
+		for _, u := range batch {
+			if count == limit {
+				page.truncated = true
+				return page, nil
+			}
+			count++
+			if cp := commonPrefix(u.Key, prefix, delimiter); cp != "" {
+				page.prefixes = append(page.prefixes, cp)
+				page.nextKey, page.nextID = cp, ""
+				afterKey, afterID = pastPrefix(cp), ""
+				continue next
+			}
+			page.uploads = append(page.uploads, u)
+			page.nextKey, page.nextID = u.Key, u.ID
+		}
+		// A batch read whole without a common prefix was shorter than
+		// asked for: the range holds nothing more.
+		return page, nil
+	}
+}
+
+// commonPrefix is the common prefix key rolls up into under prefix and
+// delimiter: up to and including the delimiter's first occurrence after
+// the prefix; "" when there is none (or no delimiter).
+func commonPrefix(key, prefix, delimiter string) string {
+	if delimiter == "" || !strings.HasPrefix(key, prefix) {
+		return ""
+	}
+	i := strings.Index(key[len(prefix):], delimiter)
+	if i < 0 {
+		return ""
+	}
+	return key[:len(prefix)+i+len(delimiter)]
+}
+
+// pastPrefix sorts after every key that starts with p: keys are UTF-8, in
+// which the byte 0xff never occurs.
+func pastPrefix(p string) string { return p + "\xff" }
 
 func (s *Server) listUploads(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
-	if q.Get("delimiter") != "" {
-		return notImplemented("ListMultipartUploads with a delimiter")
-	}
 	limit, err := intQuery(r, "max-uploads", 1000)
 	if err != nil {
 		return err
 	}
 	limit = min(limit, 1000)
-	out := listUploadsResult{Bucket: r.bucket, KeyMarker: q.Get("key-marker"), UploadIDMarker: q.Get("upload-id-marker"),
-		Prefix: q.Get("prefix"), MaxUploads: limit}
-	afterID := out.UploadIDMarker
-	if afterID == "" && out.KeyMarker != "" {
-		afterID = "~" // above every upload id (a UUID): without an upload id marker, the marker key is passed whole
-	}
-	ups, err := s.o.Namespace.UploadsAfter(r.Context(), r.bucket, out.Prefix, out.KeyMarker, afterID, limit+1)
+	enc, err := encodingType(q.Get("encoding-type"))
 	if err != nil {
 		return err
 	}
-	for _, u := range ups {
-		if len(out.Uploads) == limit {
-			out.IsTruncated = true
-			break
-		}
-		out.Uploads = append(out.Uploads, uploadXML{Key: u.Key, UploadID: u.ID, Initiator: owner{u.Owner, u.Owner},
-			Owner: owner{u.Owner, u.Owner}, StorageClass: "STANDARD", Initiated: s3Time(u.CreatedAt)})
-		out.NextKeyMarker, out.NextUploadIDMarker = u.Key, u.ID
+	out := listUploadsResult{Bucket: r.bucket, KeyMarker: q.Get("key-marker"), UploadIDMarker: q.Get("upload-id-marker"),
+		Prefix: q.Get("prefix"), Delimiter: q.Get("delimiter"), MaxUploads: limit, EncodingType: enc}
+	page, err := uploadsAfter(r.Context(), s.o.Namespace, r.bucket, out.Prefix, out.Delimiter, out.KeyMarker, out.UploadIDMarker, limit)
+	if err != nil {
+		return err
 	}
+	esc := keyEncoder(enc)
+	for _, u := range page.uploads {
+		out.Uploads = append(out.Uploads, uploadXML{Key: esc(u.Key), UploadID: u.ID, Initiator: owner{u.Owner, u.Owner},
+			Owner: owner{u.Owner, u.Owner}, StorageClass: "STANDARD", Initiated: s3Time(u.CreatedAt)})
+	}
+	for _, p := range page.prefixes {
+		out.CommonPrefixes = append(out.CommonPrefixes, prefixXML{Prefix: esc(p)})
+	}
+	if out.IsTruncated = page.truncated; page.truncated {
+		out.NextKeyMarker, out.NextUploadIDMarker = esc(page.nextKey), page.nextID
+	}
+	out.KeyMarker, out.Prefix, out.Delimiter = esc(out.KeyMarker), esc(out.Prefix), esc(out.Delimiter)
 	writeXML(w, http.StatusOK, out)
 	return nil
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,4 +185,153 @@ func TestMultipartAgainstSessions(t *testing.T) {
 	_, err = c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("mpb"), Key: aws.String("other"), UploadId: id,
 		PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("x"))})
 	require.Equal(t, "NoSuchUpload", s3Code(t, err), "an upload id belongs to its key")
+}
+
+// uploadEntries pages through ListMultipartUploads max at a time, following
+// NextKeyMarker and NextUploadIdMarker, and returns every entry in order:
+// "key#n" for the n-th upload started on key (from ids), "prefix:p" for a
+// common prefix.
+func uploadEntries(t *testing.T, c *awss3.Client, in awss3.ListMultipartUploadsInput, max int32, ids map[string]string) []string {
+	t.Helper()
+	var got []string
+	in.MaxUploads = aws.Int32(max)
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 50, "the listing must end")
+		out, err := c.ListMultipartUploads(context.Background(), &in)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(out.Uploads)+len(out.CommonPrefixes), int(max), "uploads and prefixes together fill a page")
+		for _, u := range out.Uploads {
+			got = append(got, ids[*u.UploadId])
+		}
+		for _, p := range out.CommonPrefixes {
+			got = append(got, "prefix:"+*p.Prefix)
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return got
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
+// TestListMultipartUploadsPages lists uploads as S3 does: by key, one key's
+// uploads in the order they were started, with prefixes and a delimiter
+// rolling keys up into common prefixes, and pages of every size joining
+// into the same listing through the next markers.
+func TestListMultipartUploadsPages(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	mf := &memFiles{store: store, data: map[string][]byte{}}
+	srv := httptest.NewServer(s3.New(s3.Options{Files: mf, Namespace: store, Keys: oneKey{}, Region: "us-east-1",
+		Sessions: &memSessions{files: mf, parts: map[string]map[int][]byte{}}}))
+	t.Cleanup(srv.Close)
+	c := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("AK", "SECRET-KEY", "")})
+	ctx := context.Background()
+	_, err = c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("ups")})
+	require.NoError(t, err)
+	ids := map[string]string{}
+	started := map[string]int{}
+	for _, k := range []string{"zz", "dir/y", "a.txt", "dir/sub/z", "e/1", "dir/x", "a.txt", "e/2", "dir/sub/w", "a.txt", "sp ace/k"} {
+		out, err := c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String("ups"), Key: aws.String(k)})
+		require.NoError(t, err)
+		started[k]++
+		ids[*out.UploadId] = k + "#" + strconv.Itoa(started[k])
+	}
+
+	cases := []struct {
+		name              string
+		prefix, delimiter string
+		want              []string
+	}{
+		{"everything", "", "", []string{"a.txt#1", "a.txt#2", "a.txt#3", "dir/sub/w#1", "dir/sub/z#1", "dir/x#1", "dir/y#1", "e/1#1", "e/2#1", "sp ace/k#1", "zz#1"}},
+		{"top level", "", "/", []string{"a.txt#1", "a.txt#2", "a.txt#3", "prefix:dir/", "prefix:e/", "prefix:sp ace/", "zz#1"}},
+		{"one level down", "dir/", "/", []string{"prefix:dir/sub/", "dir/x#1", "dir/y#1"}},
+		{"a prefix inside a name", "d", "/", []string{"prefix:dir/"}},
+		{"a longer delimiter", "", "ir/", []string{"a.txt#1", "a.txt#2", "a.txt#3", "prefix:dir/", "e/1#1", "e/2#1", "sp ace/k#1", "zz#1"}},
+		{"nothing under the prefix", "nope/", "/", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := awss3.ListMultipartUploadsInput{Bucket: aws.String("ups")}
+			if tc.prefix != "" {
+				in.Prefix = aws.String(tc.prefix)
+			}
+			if tc.delimiter != "" {
+				in.Delimiter = aws.String(tc.delimiter)
+			}
+			for _, size := range []int32{1, 2, 3, 1000} {
+				got := uploadEntries(t, c, in, size, ids)
+				// Within a page uploads come before prefixes, so compare
+				// the entries in key order, as the pages joined give them.
+				require.ElementsMatch(t, tc.want, got, "pages of %d", size)
+				if size == 1 {
+					require.Equal(t, tc.want, got, "pages of one entry keep key order")
+				}
+			}
+		})
+	}
+
+	t.Run("markers", func(t *testing.T) {
+		var a2 string
+		for id, e := range ids {
+			if e == "a.txt#2" {
+				a2 = id
+			}
+		}
+		list := func(in awss3.ListMultipartUploadsInput) []string {
+			return uploadEntries(t, c, in, 1000, ids)
+		}
+		require.Equal(t, []string{"a.txt#3", "zz#1", "prefix:dir/", "prefix:e/", "prefix:sp ace/"},
+			sortedByKind(list(awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), Delimiter: aws.String("/"),
+				KeyMarker: aws.String("a.txt"), UploadIdMarker: aws.String(a2)})), "after one upload of a key, its later ones")
+		require.Equal(t, []string{"dir/sub/w#1", "dir/sub/z#1", "dir/x#1", "dir/y#1", "e/1#1", "e/2#1", "sp ace/k#1", "zz#1"},
+			list(awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), KeyMarker: aws.String("a.txt")}), "a key marker alone passes all of that key's uploads")
+		require.Equal(t, []string{"zz#1", "prefix:e/", "prefix:sp ace/"}, sortedByKind(list(awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"),
+			Delimiter: aws.String("/"), KeyMarker: aws.String("dir/")})), "a key marker that is a common prefix passes every key under it")
+		require.Len(t, list(awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), UploadIdMarker: aws.String(a2)}), 11,
+			"an upload id marker without a key marker is ignored")
+	})
+
+	t.Run("url encoding", func(t *testing.T) {
+		out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), Prefix: aws.String("sp ace/"),
+			EncodingType: types.EncodingTypeUrl})
+		require.NoError(t, err)
+		require.Len(t, out.Uploads, 1)
+		// The SDK hands the keys back as the server encoded them.
+		require.Contains(t, *out.Uploads[0].Key, "sp%20ace")
+		key, err := url.QueryUnescape(*out.Uploads[0].Key)
+		require.NoError(t, err)
+		require.Equal(t, "sp ace/k", key)
+		prefix, err := url.QueryUnescape(*out.Prefix)
+		require.NoError(t, err)
+		require.Equal(t, "sp ace/", prefix)
+		_, err = c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), EncodingType: "base64"})
+		require.Equal(t, "InvalidArgument", s3Code(t, err))
+	})
+
+	out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), MaxUploads: aws.Int32(3), Delimiter: aws.String("/")})
+	require.NoError(t, err)
+	require.True(t, *out.IsTruncated)
+	require.Equal(t, "a.txt", *out.NextKeyMarker)
+	require.NotEmpty(t, *out.NextUploadIdMarker, "a page that ends on an upload names it")
+	out, err = c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("ups"), MaxUploads: aws.Int32(4), Delimiter: aws.String("/")})
+	require.NoError(t, err)
+	require.Equal(t, "dir/", *out.NextKeyMarker, "a page that ends on a common prefix continues after it")
+	require.Empty(t, aws.ToString(out.NextUploadIdMarker))
+	require.Equal(t, "/", *out.Delimiter)
+}
+
+// sortedByKind puts a page's uploads before its common prefixes, as one
+// page of the answer lists them.
+func sortedByKind(entries []string) []string {
+	var ups, prefixes []string
+	for _, e := range entries {
+		if strings.HasPrefix(e, "prefix:") {
+			prefixes = append(prefixes, e)
+		} else {
+			ups = append(ups, e)
+		}
+	}
+	return append(ups, prefixes...)
 }

@@ -193,22 +193,28 @@ func parseHeader(r *http.Request, h string) (auth, error) {
 		return auth{}, fail(http.StatusBadRequest, "InvalidArgument", "unsupported authorization type; use %s", Algorithm)
 	}
 	var a auth
-	fields := map[string]string{}
+	var credential, signed string
 	for part := range strings.SplitSeq(rest, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return auth{}, malformed("the authorization header is malformed: %q", part)
 		}
-		fields[k] = val
+		switch k {
+		case "Credential":
+			credential = val
+		case "SignedHeaders":
+			signed = val
+		case "Signature":
+			a.signature = val
+		}
 	}
-	if err := a.setCredential(fields["Credential"]); err != nil {
+	if err := a.setCredential(credential); err != nil {
 		return auth{}, err
 	}
-	if fields["SignedHeaders"] == "" || fields["Signature"] == "" {
+	if signed == "" || a.signature == "" {
 		return auth{}, malformed("the authorization header needs Credential, SignedHeaders and Signature")
 	}
-	a.signedHeaders = strings.Split(fields["SignedHeaders"], ";")
-	a.signature = fields["Signature"]
+	a.signedHeaders = strings.Split(signed, ";")
 	date := r.Header.Get("X-Amz-Date")
 	if date == "" {
 		date = r.Header.Get("Date")
@@ -276,7 +282,8 @@ func (a *auth) setTime(s string) error {
 		}
 	}
 	a.time = t
-	if t.UTC().Format("20060102") != a.date {
+	var day [8]byte
+	if string(t.UTC().AppendFormat(day[:0], "20060102")) != a.date {
 		return malformed("the credential's date %s is not the request's", a.date)
 	}
 	return nil
@@ -302,6 +309,7 @@ func (a auth) checkSignedHeaders(r *http.Request) error {
 // canonicalRequest builds the request the signature is over.
 func canonicalRequest(r *http.Request, a auth) string {
 	var b strings.Builder
+	b.Grow(256)
 	b.WriteString(r.Method)
 	b.WriteByte('\n')
 	b.WriteString(canonicalURI(r.URL.Path))
@@ -338,11 +346,32 @@ func headerValue(r *http.Request, name string) string {
 	default:
 		vals = r.Header.Values(name)
 	}
+	if len(vals) == 1 && !needsFolding(vals[0]) {
+		return vals[0]
+	}
 	out := make([]string, len(vals))
 	for i, v := range vals {
 		out[i] = strings.Join(strings.Fields(v), " ")
 	}
 	return strings.Join(out, ",")
+}
+
+// needsFolding reports whether a header value may have spaces to trim or
+// collapse: most have none, and are signed as they came. Any byte outside
+// ASCII takes the slow path too, where strings.Fields also knows Unicode's
+// spaces.
+func needsFolding(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\t', c == '\n', c == '\v', c == '\f', c == '\r', c >= 0x80:
+			return true
+		case c == ' ':
+			if i == 0 || i == len(v)-1 || v[i+1] == ' ' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // canonicalURI encodes every byte of the path but the unreserved ones and
@@ -405,7 +434,17 @@ func encode(s string, slash bool) string {
 
 func stringToSign(a auth, canonical string) []byte {
 	sum := sha256.Sum256([]byte(canonical))
-	return []byte(Algorithm + "\n" + a.time.UTC().Format(timeFormat) + "\n" + a.scope() + "\n" + hex.EncodeToString(sum[:]))
+	b := make([]byte, 0, len(Algorithm)+len(timeFormat)+len(a.date)+len(a.region)+len(a.service)+len("/aws4_request")+2*sha256.Size+8)
+	b = append(b, Algorithm+"\n"...)
+	b = a.time.UTC().AppendFormat(b, timeFormat)
+	b = append(b, '\n')
+	b = append(b, a.date...)
+	b = append(b, '/')
+	b = append(b, a.region...)
+	b = append(b, '/')
+	b = append(b, a.service...)
+	b = append(b, "/aws4_request\n"...)
+	return hex.AppendEncode(b, sum[:])
 }
 
 func hmacSHA256(key []byte, data []byte) []byte {
@@ -442,10 +481,20 @@ func (v *Verifier) wrapBody(r *http.Request, a auth, key []byte) error {
 	if strings.HasPrefix(a.payload, "STREAMING-") {
 		return fail(http.StatusNotImplemented, "NotImplemented", "payload type %s is not supported", a.payload)
 	}
+	if r.Body == nil || r.Body == http.NoBody {
+		// No body (a GET, a HEAD): its hash is known without reading.
+		if !strings.EqualFold(a.payload, emptySHA256) {
+			return errContentSHA256
+		}
+		return nil
+	}
 	want, _ := hex.DecodeString(a.payload)
 	r.Body = &hashingReader{r: r.Body, h: sha256.New(), want: want}
 	return nil
 }
+
+var errContentSHA256 = fail(http.StatusBadRequest, "XAmzContentSHA256Mismatch",
+	"The provided 'x-amz-content-sha256' header does not match what was computed.")
 
 // hashingReader fails at EOF when the body's SHA-256 is not the one signed.
 type hashingReader struct {
@@ -458,8 +507,7 @@ func (h *hashingReader) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
 	h.h.Write(p[:n])
 	if err == io.EOF && !hmac.Equal(h.h.Sum(nil), h.want) {
-		return n, fail(http.StatusBadRequest, "XAmzContentSHA256Mismatch",
-			"The provided 'x-amz-content-sha256' header does not match what was computed.")
+		return n, errContentSHA256
 	}
 	return n, err
 }

@@ -116,6 +116,15 @@ func TestHeaderSignatures(t *testing.T) {
 			r := sdkSigned(t, http.MethodPut, url, body, hexSHA256([]byte("other bytes")), accessKey, secret, now)
 			return r
 		}, 400, "XAmzContentSHA256Mismatch"},
+		{"no body, the empty hash", func() *http.Request {
+			return sdkSigned(t, http.MethodGet, url, nil, hexSHA256(nil), accessKey, secret, now)
+		}, 200, ""},
+		{"no body, the empty hash in upper case", func() *http.Request {
+			return sdkSigned(t, http.MethodGet, url, nil, strings.ToUpper(hexSHA256(nil)), accessKey, secret, now)
+		}, 200, ""},
+		{"no body, another hash", func() *http.Request {
+			return sdkSigned(t, http.MethodGet, url, nil, hexSHA256([]byte("x")), accessKey, secret, now)
+		}, 400, "XAmzContentSHA256Mismatch"},
 		{"tampered signed header", func() *http.Request {
 			r := sdkSigned(t, http.MethodPut, url, body, hexSHA256(body), accessKey, secret, now)
 			r.Header.Set("X-Amz-Meta-Colour", "red")

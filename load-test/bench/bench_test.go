@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,4 +129,25 @@ func TestPerfShares(t *testing.T) {
 	var out strings.Builder
 	writeShares(&out, shares)
 	require.True(t, strings.HasPrefix(out.String(), " 20.00%  kernel\n"), out.String())
+}
+
+func TestPacedLoopKeepsToItsRate(t *testing.T) {
+	var mu sync.Mutex
+	calls, seen := 0, map[int]bool{}
+	// 200/s over 20 ms of warm-up and 100 ms of window: at most 24 starts,
+	// however fast the calls are, and each start number given once.
+	r := pacedLoop(context.Background(), 4, 200, 20*time.Millisecond, 100*time.Millisecond, func(_ context.Context, _, i int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		require.False(t, seen[i], "start %d given twice", i)
+		seen[i] = true
+		if i%3 == 0 {
+			return errors.New("third")
+		}
+		return nil
+	})
+	require.LessOrEqual(t, calls, 24)
+	require.LessOrEqual(t, r.ops+r.failures, calls)
+	require.EqualValues(t, r.ops, r.hist.Count(), "only successful calls are timed")
 }

@@ -80,7 +80,7 @@ func recordQuery(where string) string {
 var (
 	sqlFileByID  = recordQuery(`f.id = ?`)
 	sqlFileByKey = recordQuery(`f.idempotency_key = ?`)
-	readQueries  = []string{sqlFileByID, sqlFileByKey}
+	readQueries  = []string{sqlFileByID, sqlFileByKey, sqlObjectByKey}
 )
 
 // getRecord runs one of the record queries with its argument.

@@ -175,8 +175,7 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
 
 // GetObject reads one key.
 func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
-	o, err := scanObject(s.read.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects
-		WHERE bucket = ? AND object_key = ?`, bucket, []byte(key)))
+	o, err := scanObject(s.rs.queryRowPool(ctx, s.read, sqlObjectByKey, bucket, []byte(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Object{}, rules.ObjectNotFound(bucket, key)
 	}
@@ -197,6 +196,10 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string) (meta.Obje
 	})
 	return o, err
 }
+
+// sqlObjectByKey is the read every S3 GetObject and HeadObject makes,
+// prepared on the read pool with the file lookups.
+var sqlObjectByKey = `SELECT ` + objectColumns + ` FROM objects WHERE bucket = ? AND object_key = ?`
 
 // ObjectsAfter reads one page of keys by the primary key's range.
 func (s *Store) ObjectsAfter(ctx context.Context, q meta.ObjectQuery) ([]meta.Object, error) {

@@ -71,10 +71,17 @@ func (ss stmtSet) query(ctx context.Context, tx *sql.Tx, q string, args ...any) 
 	return tx.QueryContext(ctx, q, args...)
 }
 
-// queryPool runs q on db, the pool the set was prepared on.
+// queryPool and queryRowPool run q on db, the pool the set was prepared on.
 func (ss stmtSet) queryPool(ctx context.Context, db *sql.DB, q string, args ...any) (*sql.Rows, error) {
 	if st := ss[q]; st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return db.QueryContext(ctx, q, args...)
+}
+
+func (ss stmtSet) queryRowPool(ctx context.Context, db *sql.DB, q string, args ...any) *sql.Row {
+	if st := ss[q]; st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return db.QueryRowContext(ctx, q, args...)
 }

@@ -65,3 +65,21 @@ func TestListingIsARangeRead(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"SEARCH objects USING PRIMARY KEY (bucket=? AND object_key>? AND object_key<?)"}, plan)
 }
+
+// BenchmarkGetObject is the metadata read every S3 GetObject and HeadObject
+// makes: one key's row by the primary key.
+func BenchmarkGetObject(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	require.NoError(b, s.CreateBucket(ctx, &meta.Bucket{Name: "bench", Owner: "AK"}))
+	rec := &meta.FileRecord{File: meta.File{ID: "00000000-0000-4000-8000-000000000001", Name: "f", Status: meta.FileActive, ReplicationFactor: 1}}
+	require.NoError(b, s.CreateFile(ctx, rec))
+	_, err := s.PutObject(ctx, &meta.Object{Bucket: "bench", Key: "dir/object.bin", FileID: rec.ID, SizeBytes: 1, ETag: "e", ContentType: "x"})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.GetObject(ctx, "bench", "dir/object.bin"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
