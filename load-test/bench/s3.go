@@ -59,6 +59,7 @@ func (b *bench) s3Small(ctx context.Context) error {
 	const size = 4 << 10
 	for run := range b.runs {
 		b.logf("S3 4 KiB PutObject, run %d of %d (%d clients, %s)", run+1, b.runs, b.clients, b.window)
+		putCPU := meterCPU(clusterPIDs(bc), b.warm, b.window)
 		r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
 			c := harness.Content{Seed: uint64(run)<<48 | uint64(w)<<32 | uint64(i), Size: size}
 			body, err := io.ReadAll(c.Reader())
@@ -79,6 +80,7 @@ func (b *bench) s3Small(ctx context.Context) error {
 		})
 		b.loopFailures("S3 4 KiB PutObject", r)
 		addRate(s, dfsS3Upload, r)
+		addCPU(s, "s3-upload4k", r, putCPU)
 
 		mu.Lock()
 		pool := append([]string(nil), keys...)
@@ -109,7 +111,7 @@ func (b *bench) s3Small(ctx context.Context) error {
 		profDone()
 		b.loopFailures("S3 4 KiB GetObject", r)
 		addRate(s, dfsS3Download, r)
-		addCPU(s, "s3-download4k", cpu)
+		addCPU(s, "s3-download4k", r, cpu)
 	}
 	figs := s.figures()
 	rename(figs, dfsS3Upload, fmt.Sprintf("S3 4 KiB PutObject ×%d", b.clients))
@@ -118,6 +120,8 @@ func (b *bench) s3Small(ctx context.Context) error {
 	rename(figs, dfsS3Download, fmt.Sprintf("S3 4 KiB GetObject ×%d", b.clients))
 	rename(figs, dfsS3DownloadP+"50", "S3 4 KiB GetObject p50")
 	rename(figs, dfsS3DownloadP+"99", "S3 4 KiB GetObject p99")
+	renameCPU(figs, "s3-upload4k", "S3 4 KiB PutObject")
+	renameCPU(figs, "s3-download4k", "S3 4 KiB GetObject")
 	b.res.addFigures(figs)
 	return nil
 }
@@ -132,4 +136,5 @@ func (b *bench) s3Rows() {
 	r.row(dfsS3Download, dfsDownload, 0, "vs REST download")
 	r.row(dfsS3DownloadP+"50", dfsDownloadP+"50", 0, "vs REST download")
 	r.row(dfsS3DownloadP+"99", dfsDownloadP+"99", 0, "vs REST download")
+	r.cpuRows("s3-upload4k", "s3-download4k")
 }
