@@ -45,7 +45,7 @@ func TestPutGivesUpOnANodeThatNeverAnswers(t *testing.T) {
 // A small body is read into the call's own buffer before it is sent, so a
 // body shorter or longer than its declared size is refused before any
 // request leaves; a body of the right size arrives whole.
-func TestPutSmallBodyIsTheCallsOwn(t *testing.T) {
+func TestPutSmallBodyMustMatchItsSize(t *testing.T) {
 	var requests atomic.Int32
 	var got []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
