@@ -122,8 +122,8 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 		s.opt.ContentCache.Put(id, rec.Checksum, bytes.Clone(sp.mem))
 	}
 	s.opt.Events.Uploaded(rec.Status, rec.SizeBytes)
-	s.log.Info("upload finished", "file", id, "status", rec.Status, "primary", rec.PrimaryNodeID,
-		"copies", w.copies(), "reason", rec.StatusReason)
+	s.log.Info("upload finished", "file", id, "name", rec.Name, "bytes", rec.SizeBytes, "status", rec.Status,
+		"primary", rec.PrimaryNodeID, "copies", w.copies(), "reason", rec.StatusReason)
 	return ResultOf(rec), nil
 }
 
@@ -153,11 +153,14 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 	if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
 		return nil, err
 	}
+	// At the default level an upload logs one line, when it is done (and the
+	// access log one more): a line costs a write of its own, and small
+	// uploads come by the thousand a second. A large upload's chunks are
+	// many; its part and session log the summary.
 	if rec.IsChunk() {
-		// A large upload's chunks are many; its part and session log the summary.
 		s.log.Debug("chunk upload started", "chunk", id, "parent", rec.Chunk.ParentID, "index", rec.Chunk.Index, "bytes", sp.size, "plan", plan)
 	} else {
-		s.log.Info("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
+		s.log.Debug("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
 	}
 
 	stopTouch := s.keepAlive(ctx, id)

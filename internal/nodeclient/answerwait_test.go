@@ -1,11 +1,13 @@
 package nodeclient
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,4 +40,34 @@ func TestPutGivesUpOnANodeThatNeverAnswers(t *testing.T) {
 	_, _, err := c.Put(ctx, srv.URL, "abcd", strings.Repeat("0", 64), 4, strings.NewReader("data"))
 	require.True(t, errs.Is(err, errs.Unavailable), "%v", err)
 	require.NoError(t, ctx.Err(), "gave up on its own, well before the caller's deadline")
+}
+
+// A small body is read into the call's own buffer before it is sent, so a
+// body shorter or longer than its declared size is refused before any
+// request leaves; a body of the right size arrives whole.
+func TestPutSmallBodyMustMatchItsSize(t *testing.T) {
+	var requests atomic.Int32
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		got, _ = io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"abcd","size":4}`)
+	}))
+	defer srv.Close()
+	c := New(Options{})
+	ctx := context.Background()
+	sum := strings.Repeat("0", 64)
+
+	for _, body := range []string{"dat", "data!"} {
+		_, _, err := c.Put(ctx, srv.URL, "abcd", sum, 4, strings.NewReader(body))
+		require.True(t, errs.Is(err, errs.Unavailable), "%q: %v", body, err)
+	}
+	require.Zero(t, requests.Load(), "a body of the wrong size is not sent")
+
+	_, created, err := c.Put(ctx, srv.URL, "abcd", sum, 4, bytes.NewReader([]byte("data")))
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "data", string(got))
+	require.EqualValues(t, 1, requests.Load())
 }

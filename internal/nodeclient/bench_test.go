@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/dfs-project/dfs/internal/nodeclient"
@@ -60,5 +62,28 @@ func BenchmarkGet(b *testing.B) {
 				obj.Body.Close()
 			}
 		})
+	}
+}
+
+// BenchmarkPutNoDisk measures what a small Put costs the client and the
+// HTTP layers alone: the server takes the body and answers at once, so the
+// time per operation is CPU, not the node's sync.
+func BenchmarkPutNoDisk(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"bench","size":4096}`)
+	}))
+	defer srv.Close()
+	c := nodeclient.New(nodeclient.Options{})
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4<<10/16)
+	sum := checksum(data)
+	ctx := context.Background()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := c.Put(ctx, srv.URL, "bench", sum, int64(len(data)), bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

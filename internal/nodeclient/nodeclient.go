@@ -18,6 +18,7 @@
 package nodeclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,32 @@ const (
 	// DialTimeout bounds connecting to a node in the default transport.
 	DialTimeout = 3 * time.Second
 )
+
+// bufferedPutMax is the largest body Put copies into a buffer of the call's
+// own before sending. The standard library sends a body it knows to be in
+// memory in the same write as the headers (its other bodies are preceded by
+// a flush of the headers, one more write and TCP segment per copy, which a
+// small upload pays three times); a private copy is also free of the
+// caller's buffer, so Put returns without waiting for the transport to let
+// go of it. Up to this size the copy costs less than what it saves, and
+// headers and body fit the transport's 64 KiB write buffer together.
+const bufferedPutMax = 32 << 10
+
+// readBody reads exactly size bytes from r, which must end there.
+func readBody(r io.Reader, size int64) ([]byte, error) {
+	data := make([]byte, size)
+	if n, err := io.ReadFull(r, data); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return nil, fmt.Errorf("the body ended after %d of its %d bytes", n, size)
+		}
+		return nil, fmt.Errorf("read the body: %w", err)
+	}
+	var one [1]byte
+	if n, _ := io.ReadFull(r, one[:]); n > 0 {
+		return nil, fmt.Errorf("the body is longer than its %d bytes", size)
+	}
+	return data, nil
+}
 
 // expectContinueMin is the body size from which Put asks the node to confirm
 // before the body is sent (Expect: 100-continue): a node that refuses (409,
@@ -301,6 +328,19 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	defer cancel(nil)
 	wait := &answerTimer{d: c.answerWait(size), fire: func() { cancel(errAnswerTimeout) }}
 	defer wait.stop()
+	if size > 0 && size <= bufferedPutMax {
+		data, err := readBody(body, size)
+		if err != nil {
+			return wire.BlobInfo{}, false, unreachable(callCtx, k, err)
+		}
+		// The body is in memory and is this call's own: sending it never
+		// waits on the source, a node that takes neither it nor answers runs
+		// into the answer's timer, and the transport may hold it as long as
+		// it likes.
+		wait.start()
+		k.body = bytes.NewReader(data)
+		return c.put(callCtx, k)
+	}
 	// Until the body ends, the call waits on the node whenever it is not
 	// reading the source.
 	stall := newStallWatch(c.stallTimeout, cancel)
@@ -332,6 +372,22 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	}
 	resp, err := c.hc.Do(req)
 	wait.stop()
+	return c.answerPut(callCtx, k, resp, err)
+}
+
+// put sends a Put whose body is k.body, an in-memory reader of the call's
+// own, and reads the answer.
+func (c *Client) put(ctx context.Context, k call) (wire.BlobInfo, bool, error) {
+	req, err := c.newRequest(ctx, k)
+	if err != nil {
+		return wire.BlobInfo{}, false, err
+	}
+	resp, err := c.hc.Do(req)
+	return c.answerPut(ctx, k, resp, err)
+}
+
+// answerPut reads a Put's answer, or says why there was none.
+func (c *Client) answerPut(callCtx context.Context, k call, resp *http.Response, err error) (wire.BlobInfo, bool, error) {
 	if err != nil {
 		return wire.BlobInfo{}, false, unreachable(callCtx, k, err)
 	}
@@ -345,7 +401,7 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	}
 	var bi wire.BlobInfo
 	if err := json.Unmarshal(b, &bi); err != nil {
-		return wire.BlobInfo{}, false, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", node, k.op)
+		return wire.BlobInfo{}, false, errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed answer", k.node, k.op)
 	}
 	return bi, resp.StatusCode == http.StatusCreated, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
@@ -98,6 +99,33 @@ func setBlobHeaders(w http.ResponseWriter, info blob.Info) {
 	h.Set("ETag", etag(info))
 }
 
+// smallSendMax is the longest body sendBlob reads in one piece.
+const smallSendMax = 64 << 10
+
+// sendBlob writes length bytes of rc to w. A small body is read with one
+// read into a pooled buffer and written with one write: streamed, the
+// server reads its first 512 bytes on their own (to sniff them) and then
+// copies the rest through a buffer of its own, two reads, two writes and an
+// allocation for a 4 KiB blob in a volume. A larger one is streamed, so that
+// the server can use sendfile when the store hands out a file.
+func sendBlob(w io.Writer, rc io.Reader, length int64) (int64, error) {
+	if length > smallSendMax {
+		return io.Copy(w, io.LimitReader(rc, length))
+	}
+	bp := bufpool.Get()
+	defer bufpool.Put(bp)
+	buf := (*bp)[:length]
+	got, err := io.ReadFull(rc, buf)
+	if err != nil {
+		// Send what there is, so the response is cut short where the
+		// blob was, as a streamed one would be.
+		n, _ := w.Write(buf[:got])
+		return int64(n), err
+	}
+	n, err := w.Write(buf)
+	return int64(n), err
+}
+
 func etag(info blob.Info) string { return `"` + info.Checksum + `"` }
 
 // getBlob streams a blob as stored. It does not verify the bytes: the
@@ -145,8 +173,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Length", strconv.FormatInt(rng.Length, 10))
 	w.WriteHeader(status)
-	// io.Copy lets the server use sendfile when the store hands out a file.
-	n, err := io.Copy(w, io.LimitReader(rc, rng.Length))
+	n, err := sendBlob(w, rc, rng.Length)
 	s.metrics.sent.Add(float64(n))
 	if err != nil || n != rng.Length {
 		// The status is already sent: all that is left is to cut the

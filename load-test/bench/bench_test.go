@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/localcluster"
 )
 
 func TestNewFigure(t *testing.T) {
@@ -150,4 +152,25 @@ func TestPacedLoopKeepsToItsRate(t *testing.T) {
 	require.LessOrEqual(t, calls, 24)
 	require.LessOrEqual(t, r.ops+r.failures, calls)
 	require.EqualValues(t, r.ops, r.hist.Count(), "only successful calls are timed")
+}
+
+func TestAddCPUPerOperation(t *testing.T) {
+	s := newSeries()
+	measured := func() (map[string]float64, float64) {
+		return map[string]float64{localcluster.CoordinatorName: 0.5, "node1": 0.25, "node2": 0.25, loadGenerator: 0.1}, 0
+	}
+	addCPU(s, "upload4k", loopResult{ops: 2000, window: 2 * time.Second}, measured)
+	addCPU(s, "download4k", loopResult{window: 2 * time.Second}, measured)
+	figs := s.figures()
+	require.InDelta(t, 500, figs[dfsCPU+"upload4k.coordinator"+usPerOp].Median, 1e-9, "0.5 cores at 1,000 ops/s is 500 µs an operation")
+	require.InDelta(t, 500, figs[dfsCPU+"upload4k.nodes"+usPerOp].Median, 1e-9, "the nodes are added up")
+	require.InDelta(t, 100, figs[dfsCPU+"upload4k.bench"+usPerOp].Median, 1e-9)
+	require.InDelta(t, 0.5, figs[dfsCPU+"download4k.coordinator"].Median, 1e-9)
+	require.NotContains(t, figs, dfsCPU+"download4k.coordinator"+usPerOp, "no operation, no figure per operation")
+
+	renameCPU(figs, "upload4k", "4 KiB uploads")
+	r := &Results{Figures: figs}
+	r.cpuRows("upload4k", "download4k")
+	require.Len(t, r.Rows, 4+4+4, "cores and µs/op for upload, only cores for download")
+	require.Equal(t, "coordinator CPU per operation, 4 KiB uploads", figs[dfsCPU+"upload4k.coordinator"+usPerOp].Name)
 }

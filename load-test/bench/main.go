@@ -262,6 +262,19 @@ func run(args []string) int {
 	return status
 }
 
+// cpuRows adds the CPU rows of phases: each process's cores, then its CPU
+// per operation.
+func (r *Results) cpuRows(phases ...string) {
+	for _, phase := range phases {
+		for _, who := range cpuWho {
+			r.row(dfsCPU+phase+"."+who, "", 0, "")
+		}
+		for _, who := range cpuWho {
+			r.row(dfsCPU+phase+"."+who+usPerOp, "", 0, "")
+		}
+	}
+}
+
 // addRows pairs each dfs figure with its baseline.
 func (b *bench) addRows() {
 	r := b.res
@@ -269,11 +282,7 @@ func (b *bench) addRows() {
 	r.row(dfsUpload, baseFsync, 3, "RF=3 ceiling")
 	r.row(dfsUploadP+"50", baseHTTPPostP+"50", 0, "")
 	r.row(dfsUploadP+"99", baseHTTPPostP+"99", 0, "")
-	for _, phase := range []string{"upload4k", "download4k"} {
-		for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
-			r.row(dfsCPU+phase+"."+who, "", 0, "")
-		}
-	}
+	r.cpuRows("upload4k", "download4k")
 	r.row(dfsDownload, baseHTTPGet, 0, "")
 	r.row(dfsDownloadP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsDownloadP+"99", baseHTTPGetP+"99", 0, "")
@@ -285,17 +294,11 @@ func (b *bench) addRows() {
 	r.row(layoutKey(dfsDownload, sfx), baseHTTPGet, 0, "")
 	r.row(layoutKey(dfsDownloadP, sfx)+"50", baseHTTPGetP+"50", 0, "")
 	r.row(layoutKey(dfsDownloadP, sfx)+"99", baseHTTPGetP+"99", 0, "")
-	for _, phase := range []string{"upload4k", "download4k"} {
-		for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
-			r.row(dfsCPU+phase+sfx+"."+who, "", 0, "")
-		}
-	}
+	r.cpuRows("upload4k"+sfx, "download4k"+sfx)
 	r.row(dfsCached, baseHTTPGet, 0, "")
 	r.row(dfsCachedP+"50", baseHTTPGetP+"50", 0, "")
 	r.row(dfsCachedP+"99", baseHTTPGetP+"99", 0, "")
-	for _, who := range []string{"coordinator", "nodes", "bench", "other"} {
-		r.row(dfsCPU+"download4k-cached."+who, "", 0, "")
-	}
+	r.cpuRows("download4k-cached")
 	r.row(dfsBigUp, baseHTTPBigPut, 0, "")
 	r.row(dfsBigUp, baseDisk, 3, "RF=3 ceiling")
 	r.row(dfsBigDown, baseHTTPBigGet, 0, "")

@@ -131,7 +131,7 @@ func (b *bench) smallLayout(ctx context.Context, layout string) error {
 		profDone()
 		b.loopFailures("4 KiB upload", r)
 		addRate(s, layoutKey(dfsUpload, sfx), r)
-		addCPU(s, "upload4k"+sfx, cpu)
+		addCPU(s, "upload4k"+sfx, r, cpu)
 
 		b.logf("4 KiB downloads, %s layout, run %d of %d", layout, run+1, b.runs)
 		mu.Lock()
@@ -172,19 +172,35 @@ func clusterPIDs(bc *benchCluster) map[string]int {
 	return pids
 }
 
-// addCPU adds what a meterCPU measured, in cores: the coordinator, the
-// nodes together, this process (the load generator), and everything else
-// on the machine (the kernel's own threads, and other work sharing it,
-// which makes the figures of that run less trustworthy).
+// cpuWho names, in figure keys, the processes whose CPU is reported: the
+// coordinator, the nodes together, this process (the load generator), and
+// everything else on the machine (the kernel's own threads, and other work
+// sharing it, which makes the figures of that run less trustworthy).
+var cpuWho = []string{"coordinator", "nodes", "bench", "other"}
+
+// usPerOp is the suffix of a CPU figure's key that gives it per operation.
+const usPerOp = ".us-per-op"
+
 // renameCPU names the CPU figures of phase, which measured what.
 func renameCPU(figs map[string]Figure, phase, what string) {
-	rename(figs, dfsCPU+phase+".coordinator", "coordinator CPU during "+what)
-	rename(figs, dfsCPU+phase+".nodes", "3 nodes' CPU during "+what)
-	rename(figs, dfsCPU+phase+".bench", "load generator's CPU during "+what)
-	rename(figs, dfsCPU+phase+".other", "all other CPU (kernel threads, other work) during "+what)
+	names := map[string]string{
+		"coordinator": "coordinator CPU",
+		"nodes":       "3 nodes' CPU",
+		"bench":       "load generator's CPU",
+		"other":       "all other CPU (kernel threads, other work)",
+	}
+	for _, who := range cpuWho {
+		rename(figs, dfsCPU+phase+"."+who, names[who]+" during "+what)
+		rename(figs, dfsCPU+phase+"."+who+usPerOp, names[who]+" per operation, "+what)
+	}
 }
 
-func addCPU(s *series, phase string, wait func() (map[string]float64, float64)) {
+// addCPU adds what a meterCPU measured over the window of r: in cores for
+// each of cpuWho, and in CPU microseconds per operation (cores over the
+// window divided by r's rate), which stays steadier than the rate itself
+// when other work shares the machine. A window without a successful
+// operation has no per-operation figure.
+func addCPU(s *series, phase string, r loopResult, wait func() (map[string]float64, float64)) {
 	byProc, busy := wait()
 	nodes, ours := 0.0, 0.0
 	for name, c := range byProc {
@@ -193,11 +209,24 @@ func addCPU(s *series, phase string, wait func() (map[string]float64, float64)) 
 			nodes += c
 		}
 	}
-	s.add(dfsCPU+phase+".coordinator", "cores", byProc[localcluster.CoordinatorName])
-	s.add(dfsCPU+phase+".nodes", "cores", nodes)
-	s.add(dfsCPU+phase+".bench", "cores", byProc[loadGenerator])
-	s.add(dfsCPU+phase+".other", "cores", max(0, busy*float64(runtime.NumCPU())-ours))
+	used := map[string]float64{
+		"coordinator": byProc[localcluster.CoordinatorName],
+		"nodes":       nodes,
+		"bench":       byProc[loadGenerator],
+		"other":       max(0, busy*float64(runtime.NumCPU())-ours),
+	}
+	rate := r.rate()
+	for _, who := range cpuWho {
+		s.add(dfsCPU+phase+"."+who, "cores", used[who])
+		if rate > 0 {
+			s.add(dfsCPU+phase+"."+who+usPerOp, "µs/op", cpuMicros(used[who], rate))
+		}
+	}
 }
+
+// cpuMicros is the CPU microseconds each operation took when cores were
+// kept busy at rate operations a second.
+func cpuMicros(cores, rate float64) float64 { return cores / rate * 1e6 }
 
 func (b *bench) loopFailures(what string, r loopResult) {
 	if r.failures > 0 {
@@ -234,7 +263,7 @@ func (b *bench) downloads(ctx context.Context, bc *benchCluster, pool []string, 
 	profDone()
 	b.loopFailures("4 KiB download", r)
 	addRate(s, key, r)
-	addCPU(s, phase, cpu)
+	addCPU(s, phase, r, cpu)
 }
 
 // cachedFiles is how many 4 KiB files the cached phase reads from.

@@ -82,7 +82,7 @@ func (b *bench) s3Small(ctx context.Context) error {
 		})
 		b.loopFailures("S3 4 KiB PutObject", r)
 		addRate(s, dfsS3Upload, r)
-		addCPU(s, "s3-upload4k", putCPU)
+		addCPU(s, "s3-upload4k", r, putCPU)
 
 		mu.Lock()
 		pool := append([]string(nil), keys...)
@@ -113,7 +113,7 @@ func (b *bench) s3Small(ctx context.Context) error {
 		profDone()
 		b.loopFailures("S3 4 KiB GetObject", r)
 		addRate(s, dfsS3Download, r)
-		addCPU(s, "s3-download4k", cpu)
+		addCPU(s, "s3-download4k", r, cpu)
 		if err := b.s3Paced(ctx, bc, cl, pool, run, s); err != nil {
 			return err
 		}
@@ -148,6 +148,7 @@ func (b *bench) s3Rows() {
 	r.row(pacedS3Put+"p50", pacedRESTUp+"p50", 0, "vs REST upload, same cluster and rate")
 	r.row(pacedS3Get+"us", pacedRESTDown+"us", 0, "vs REST download, same cluster and rate")
 	r.row(pacedS3Get+"p50", pacedRESTDown+"p50", 0, "vs REST download, same cluster and rate")
+	r.cpuRows("s3-upload4k", "s3-download4k")
 }
 
 // The paced comparison: S3 and REST requests at one fixed rate on the same
