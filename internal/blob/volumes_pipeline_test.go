@@ -192,3 +192,48 @@ func TestVolumesFailedSyncFailsWritesBehindIt(t *testing.T) {
 	requireGone(t, v, vid(1))
 	requireGone(t, v, vid(2))
 }
+
+// TestVolumesGroupRecordCap: while a sync runs, the group filling behind it
+// stops at maxGroupRecords records; the writers beyond wait for the next
+// group instead of being written.
+func TestVolumesGroupRecordCap(t *testing.T) {
+	dir := t.TempDir()
+	v := openVolumes(t, dir, Options{})
+	putV(t, v, vid(0), payload(0))
+	entered, release := holdFirstSync(t)
+	var written atomic.Int64
+	orig := writeVolume
+	t.Cleanup(func() { writeVolume = orig })
+	writeVolume = func(f *os.File, bufs [][]byte, off int64) (int, error) {
+		written.Add(int64(len(bufs)))
+		return orig(f, bufs, off)
+	}
+	var queued atomic.Int64
+	v.submitted = func() { queued.Add(1) }
+	const writers = maxGroupRecords + 72
+	errc := make(chan error, writers+1)
+	receive := func(i int) {
+		_, _, err := v.Receive(context.Background(), vid(i), sum(payload(i)), -1, bytes.NewReader(payload(i)))
+		errc <- err
+	}
+	go receive(1)
+	<-entered
+	for i := 2; i < 2+writers; i++ {
+		go receive(i)
+	}
+	require.Eventually(t, func() bool { return queued.Load() == writers+1 && written.Load() == 1+maxGroupRecords },
+		10*time.Second, time.Millisecond, "the held record and a full group behind it are written")
+	time.Sleep(20 * time.Millisecond) // room for a write beyond the cap, which must not come
+	require.Equal(t, int64(1+maxGroupRecords), written.Load())
+	before := v.GroupCommits()
+	release()
+	for range writers + 1 {
+		require.NoError(t, <-errc)
+	}
+	after := v.GroupCommits()
+	require.Equal(t, int64(3), after.Syncs-before.Syncs, "the held record, the full group, the rest")
+	require.Equal(t, int64(writers+1), after.Waits-before.Waits)
+	for i := 0; i < 2+writers; i++ {
+		requireHeld(t, v, vid(i), payload(i))
+	}
+}
