@@ -38,13 +38,17 @@ import (
 // and lives in memory; the record order (volume number, then offset) is the
 // order the writes happened in, so the last record of an id is its state.
 //
-// Writes are committed in groups: one appender per store writes every record
-// waiting for it to the active volume in one write and makes them durable
-// with one fdatasync, and only then updates the index and acknowledges them.
-// A crash therefore loses only records nobody was told about. A failed write
-// or sync (a full disk included) fails every record of the group and cuts
-// the volume back to the length its last successful sync covered, so no half
-// record is ever followed by a good one. When appending a group would take
+// Writes are committed in groups: one appender per store writes the records
+// handed to it to the active volume (each batch with one pwritev) and makes
+// a group durable with one fdatasync, and only then updates the index and
+// acknowledges it. While one group's sync runs, the records that arrive are
+// already written behind it, forming the next group, whose sync starts when
+// the first returns. A crash therefore loses only records nobody was told
+// about. A failed sync fails every record of its group and of the group
+// written behind it, and cuts the volume back to where its group began (the
+// length the last successful sync covered); a failed write (a full disk
+// included) fails its own records and cuts them off, so no half record is
+// ever followed by a good one. When appending a group would take
 // the active volume past Options.VolumeSize, the volume is sealed and a new
 // one created (its superblock and directory entry synced first).
 //
@@ -158,6 +162,9 @@ type volume struct {
 	// size is the length covered by the last successful sync: everything
 	// below it is durable and indexed. Under Volumes.mu.
 	size int64
+	// end is the length appended so far, synced or not: the appender's
+	// alone, and only of the active volume.
+	end int64
 	// live is the bytes of the records the index points to. Under Volumes.mu.
 	live int64
 }

@@ -422,8 +422,8 @@ func TestVolumesFullDiskLeavesNoHalfRecord(t *testing.T) {
 	synced := v.length(v.active)
 	orig := writeVolume
 	t.Cleanup(func() { writeVolume = orig })
-	writeVolume = func(f *os.File, b []byte, off int64) (int, error) {
-		n, _ := f.WriteAt(b[:len(b)/2], off) // what a filling disk lets through
+	writeVolume = func(f *os.File, bufs [][]byte, off int64) (int, error) {
+		n, _ := f.WriteAt(bufs[0][:len(bufs[0])/2], off) // what a filling disk lets through
 		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
 	}
 	_, _, err := v.Receive(context.Background(), vid(1), sum(payload(1)), -1, bytes.NewReader(payload(1)))
