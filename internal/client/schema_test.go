@@ -58,6 +58,7 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"UploadDetail":      UploadDetail{},
 		"ScrubReport":       ScrubReport{},
 		"NodeScrub":         NodeScrub{},
+		"ScrubPassReport":   ScrubPassReport{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {

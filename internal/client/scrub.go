@@ -40,3 +40,12 @@ func (c *Client) Scrub(ctx context.Context) (ScrubReport, error) {
 	_, err := c.doJSON(ctx, http.MethodGet, "/api/cluster/scrub", nil, nil, &rep)
 	return rep, err
 }
+
+// ScrubPassReport is the report of a scrub pass (an Operation of kind
+// SCRUB), present while it runs too.
+type ScrubPassReport struct {
+	CopiesScrubbed   int64 `json:"copiesScrubbed"`
+	BytesScrubbed    int64 `json:"bytesScrubbed"`
+	CorruptionsFound int64 `json:"corruptionsFound"`
+	Behind           bool  `json:"behind"`
+}
