@@ -218,3 +218,32 @@ func (d *Daemon) Live() bool {
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
 }
+
+// SecondOnOneDirectory describes a daemon's directory-lock check: two runs
+// on one data directory Dir with their environments, and a file of the
+// first run's (Planted, written after it started) that a second run's start
+// would remove if it got as far as tidying the directory.
+type SecondOnOneDirectory struct {
+	// Name is the daemon as its refusal names it ("coordinator").
+	Name                string
+	Dir                 string
+	FirstEnv, SecondEnv []string
+	Planted             string
+}
+
+// CheckSecondOnOneDirectoryStops starts bin on c.Dir, plants c.Planted, and
+// checks that a second start on the same directory exits 1 at once naming
+// the first, leaves the planted file, and that the first goes on serving.
+func CheckSecondOnOneDirectoryStops(t *testing.T, bin string, c SecondOnOneDirectory) {
+	t.Helper()
+	first := Start(t, bin, c.FirstEnv)
+	require.NoError(t, os.MkdirAll(filepath.Dir(c.Planted), 0o750))
+	require.NoError(t, os.WriteFile(c.Planted, []byte("half written"), 0o640))
+
+	second := StartNoWait(t, bin, c.SecondEnv)
+	require.Equal(t, 1, second.Wait(t, 10*time.Second))
+	require.Contains(t, second.Stderr(), fmt.Sprintf("data directory %s is in use: another %s (pid ", c.Dir, c.Name))
+	require.FileExists(t, c.Planted, "the refused %s removed the first one's file", c.Name)
+	require.True(t, first.Live(), "the first %s goes on serving", c.Name)
+	require.False(t, first.Exited())
+}
