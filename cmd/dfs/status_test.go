@@ -10,6 +10,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 func TestStatus(t *testing.T) {
@@ -99,11 +100,12 @@ func TestStatusShowsEachNodesScrubPass(t *testing.T) {
 	f := newFakeCoordinator(t)
 	f.durability = safe
 	f.scrub = &client.ScrubReport{Nodes: []client.NodeScrub{
-		{NodeID: "node-1", Status: client.NodeHealthy, Reachable: true, PeriodStart: &start, LastFullPassAt: &last,
-			CopiesScrubbed: 250, CopiesTotal: 1000, BytesScrubbed: 1 << 20, BytesTotal: 4 << 20,
-			CorruptionsFound: 0, CorruptionsFoundTotal: 3, Running: true, Behind: true},
-		{NodeID: "node-2", Status: client.NodeHealthy, Reachable: true, PeriodStart: &start,
-			CopiesScrubbed: 1000, CopiesTotal: 1000, BytesScrubbed: 4 << 20, BytesTotal: 4 << 20, CorruptionsFound: 2, CorruptionsFoundTotal: 2},
+		{NodeID: "node-1", Status: client.NodeHealthy, Reachable: true, ScrubProgress: wire.ScrubProgress{
+			PeriodStart: &start, LastFullPassAt: &last, CopiesScrubbed: 250, CopiesTotal: 1000, BytesScrubbed: 1 << 20,
+			BytesTotal: 4 << 20, CorruptionsFound: 0, CorruptionsFoundTotal: 3, Running: true, Behind: true}},
+		{NodeID: "node-2", Status: client.NodeHealthy, Reachable: true, ScrubProgress: wire.ScrubProgress{
+			PeriodStart: &start, CopiesScrubbed: 1000, CopiesTotal: 1000, BytesScrubbed: 4 << 20, BytesTotal: 4 << 20,
+			CorruptionsFound: 2, CorruptionsFoundTotal: 2}},
 		{NodeID: "node-3", Status: client.NodeUnhealthy, Error: "connection refused"},
 		{NodeID: "node-4", Status: client.NodeHealthy, Reachable: true},
 	}}
