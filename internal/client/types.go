@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/dfs-project/dfs/internal/apiwire"
 )
 
 // FileStatus is a file's state as the API reports it.
@@ -295,36 +297,17 @@ type RunProgress struct {
 
 // Cluster health states.
 const (
-	HealthUp       = "UP"
-	HealthDegraded = "DEGRADED"
-	HealthDown     = "DOWN"
+	HealthUp       = apiwire.HealthUp
+	HealthDegraded = apiwire.HealthDegraded
+	HealthDown     = apiwire.HealthDown
 )
 
-// HealthReport is the answer of GET /api/health.
-type HealthReport struct {
-	Status            string         `json:"status"` // HealthUp, HealthDegraded or HealthDown
-	Reasons           []string       `json:"reasons,omitempty"`
-	ReplicationFactor int            `json:"replicationFactor"`
-	Nodes             NodeCounts     `json:"nodes"`
-	MetadataStore     ComponentState `json:"metadataStore"`
-	Redis             ComponentState `json:"redis"`
-}
-
-// NodeCounts counts the known nodes by state.
-type NodeCounts struct {
-	Total        int `json:"total"`
-	OnRing       int `json:"onRing"`
-	Healthy      int `json:"healthy"`
-	Unhealthy    int `json:"unhealthy"`
-	Deregistered int `json:"deregistered"`
-}
-
-// ComponentState is the state of one dependency: UP, DOWN or DISABLED.
-type ComponentState struct {
-	Status string `json:"status"`
-	Kind   string `json:"kind,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
+// The answer of GET /api/health, defined with the server's in apiwire.
+type (
+	HealthReport   = apiwire.HealthReport
+	NodeCounts     = apiwire.NodeCounts
+	ComponentState = apiwire.ComponentState
+)
 
 // Rebalance triggers.
 const (
