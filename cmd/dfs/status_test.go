@@ -21,7 +21,7 @@ func TestStatus(t *testing.T) {
 			if i == down {
 				st = client.NodeUnhealthy
 			}
-			out = append(out, client.NodeRisk{NodeID: id, Status: st, FilesLeftWithOneCopy: one[i], FilesLeftWithNoCopy: none[i]})
+			out = append(out, client.NodeRisk{NodeID: id, Status: string(st), FilesLeftWithOneCopy: one[i], FilesLeftWithNoCopy: none[i]})
 		}
 		return out
 	}

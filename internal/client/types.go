@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/apiwire"
@@ -362,35 +361,9 @@ type NodeHealth struct {
 	Error string `json:"error,omitempty"`
 }
 
-// DurabilityReport is the answer of GET /api/cluster/durability: how safe the
-// readable files are now. A healthy copy is an ACTIVE copy on a HEALTHY node.
-type DurabilityReport struct {
-	// FilesByCopies maps a number of healthy copies ("0" to the replication
-	// factor, and more while a copy is moved) to the files that have it.
-	FilesByCopies     map[string]int `json:"filesByCopies"`
-	Files             int            `json:"files"`
-	BytesAtRisk       int64          `json:"bytesAtRisk"`
-	FailureHeadroom   int            `json:"failureHeadroom"`
-	ReplicationFactor int            `json:"replicationFactor"`
-	HealthyNodes      int            `json:"healthyNodes"`
-	Nodes             []NodeRisk     `json:"nodes"`
-}
-
-// NodeRisk is what one node's failure would do now.
-type NodeRisk struct {
-	NodeID               string     `json:"nodeId"`
-	Status               NodeStatus `json:"status"`
-	FilesLeftWithOneCopy int        `json:"filesLeftWithOneCopy"`
-	FilesLeftWithNoCopy  int        `json:"filesLeftWithNoCopy"`
-}
-
-// FilesBelow counts the files with fewer than n healthy copies.
-func (d DurabilityReport) FilesBelow(n int) int {
-	total := 0
-	for copies, files := range d.FilesByCopies {
-		if c, err := strconv.Atoi(copies); err == nil && c < n {
-			total += files
-		}
-	}
-	return total
-}
+// The answer of GET /api/cluster/durability, defined with the server's in
+// apiwire; NodeRisk's Status is a NodeStatus as a string.
+type (
+	DurabilityReport = apiwire.DurabilityReport
+	NodeRisk         = apiwire.NodeRisk
+)
