@@ -12,11 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 // Build compiles the main package in the test's working directory into a
@@ -119,27 +120,9 @@ func FreePort(t *testing.T) int {
 // Daemon is a started daemon process.
 type Daemon struct {
 	URL    string
-	stderr lockedBuffer
+	stderr testenv.SyncBuffer // read while the process writes it
 	cmd    *exec.Cmd
 	done   chan struct{}
-}
-
-// lockedBuffer is the process's stderr, read while the process writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Stderr is what the process has written to stderr so far.
