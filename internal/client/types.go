@@ -1,10 +1,10 @@
 package client
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/apiwire"
+	"github.com/dfs-project/dfs/internal/ops"
 )
 
 // FileStatus is a file's state as the API reports it.
@@ -191,23 +191,9 @@ type Node struct {
 }
 
 // Operation is a rebalance, drain, repair or scrub pass as GET
-// /api/cluster/operations shows it.
-type Operation struct {
-	ID             string     `json:"id"`
-	Kind           string     `json:"kind"`
-	Trigger        string     `json:"trigger"`
-	NodeID         string     `json:"nodeId,omitempty"`
-	State          string     `json:"state"`
-	Done           int64      `json:"done"`
-	Total          int64      `json:"total"`
-	BytesDone      int64      `json:"bytesDone"`
-	BytesPerSecond float64    `json:"bytesPerSecond"`
-	EtaSeconds     *float64   `json:"etaSeconds"`
-	StartedAt      time.Time  `json:"startedAt"`
-	FinishedAt     *time.Time `json:"finishedAt"`
-	// Report is the operation's final report, as the server sent it.
-	Report json.RawMessage `json:"report,omitempty"`
-}
+// /api/cluster/operations shows it: the coordinator's own type, whose
+// package holds nothing else the client would not want.
+type Operation = ops.Operation
 
 // RegisterRequest is the body of POST /api/nodes/register.
 type RegisterRequest struct {
