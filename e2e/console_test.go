@@ -200,12 +200,25 @@ func TestConsoleShowsTheCluster(t *testing.T) {
 		require.Equal(t, string(failed.State), row.AttrOr("data-state", ""))
 		require.Equal(t, fmt.Sprint(failed.Done), row.Find(".bar").AttrOr("data-done", ""))
 
-		var scrub map[string]any
-		if c.getJSON("/api/cluster/scrub", &scrub) == http.StatusNotFound {
-			require.Equal(t, "scrubber not available on this coordinator", text(doc.Find("#scrub-missing")))
-		} else {
-			require.Zero(t, doc.Find("#scrub-missing").Length())
-		}
+		// Every node's scrubber starts a pass soon after the node: the page
+		// lists the running ones among the operations.
+		var pass *ops.Operation
+		eventually(t, settleTimeout, "a scrub pass among the operations", func() (bool, string) {
+			var snap ops.Snapshot
+			require.Equal(t, http.StatusOK, c.getJSON("/api/cluster/operations", &snap))
+			all := append(snap.Running, snap.Recent...)
+			for i, o := range all {
+				if o.Kind == ops.Scrub && o.NodeID != victim {
+					pass = &all[i]
+				}
+			}
+			return pass != nil, fmt.Sprintf("%+v", snap)
+		})
+		doc = c.page(bin, "#/operations")
+		row = doc.Find(`tr[data-op="` + pass.ID + `"]`)
+		require.Equal(t, 1, row.Length(), "the page lists %s's scrub pass", pass.NodeID)
+		require.Equal(t, "SCRUB", row.AttrOr("data-kind", ""))
+		require.Equal(t, pass.NodeID, row.AttrOr("data-node", ""))
 	})
 }
 

@@ -103,6 +103,6 @@ func TestDurabilityAfterANodeIsKilled(t *testing.T) {
 	require.Equal(t, 1, rep.FailureHeadroom)
 	require.Equal(t, len(files), rep.FilesByCopies["2"])
 	require.True(t, slices.ContainsFunc(rep.Nodes, func(n client.NodeRisk) bool {
-		return n.NodeID == victim && n.Status == client.NodeUnhealthy
+		return n.NodeID == victim && n.Status == string(client.NodeUnhealthy)
 	}))
 }

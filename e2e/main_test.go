@@ -43,29 +43,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M, root string) int {
-	wd, err := os.Getwd()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	module, err := localcluster.FindModuleRoot(wd)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	binDir = filepath.Join(root, "bin")
-	res, err := localcluster.BuildModule(ctx, module, binDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build the binaries:", err)
+	if err := localcluster.BuildForTests(ctx, binDir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
-	}
-	for _, need := range []string{localcluster.CoordinatorBinary, localcluster.StorageNodeBinary} {
-		if _, err := os.Stat(filepath.Join(binDir, need)); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: %s was not built (built %v, skipped %v)\n", need, res.Built, res.Skipped)
-			return 1
-		}
 	}
 	code := m.Run()
 	if code != 0 {

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/daemonargs/daemontest"
 	"github.com/dfs-project/dfs/internal/dirlock"
@@ -32,17 +27,10 @@ func testSecondCoordinatorOnOneDirectoryStops(t *testing.T, bin string) {
 	}
 	dir := t.TempDir()
 	env := []string{"DATA_DIRECTORY=" + dir, "HEALTH_CHECK_INTERVAL=1h", "REPAIR_INTERVAL=1h"}
-	first := daemontest.Start(t, bin, env)
-
-	// An upload the first coordinator is spooling, which a second one's
-	// start would remove with the rest of the spool.
-	spooled := filepath.Join(dir, "spool", "upload-1")
-	require.NoError(t, os.WriteFile(spooled, []byte("half an upload"), 0o640))
-
-	second := daemontest.StartNoWait(t, bin, env)
-	require.Equal(t, 1, second.Wait(t, 10*time.Second))
-	require.Contains(t, second.Stderr(), fmt.Sprintf("data directory %s is in use: another coordinator (pid ", dir))
-	require.FileExists(t, spooled, "the refused coordinator emptied the first one's spool")
-	require.True(t, first.Live(), "the first coordinator goes on serving")
-	require.False(t, first.Exited())
+	// The planted file is an upload the first coordinator is spooling, which
+	// a second one's start would remove with the rest of the spool.
+	daemontest.CheckSecondOnOneDirectoryStops(t, bin, daemontest.SecondOnOneDirectory{
+		Name: "coordinator", Dir: dir, FirstEnv: env, SecondEnv: env,
+		Planted: filepath.Join(dir, "spool", "upload-1"),
+	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,32 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
-
-// syncBuffer is a bytes.Buffer the command's goroutines may write while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestClusterUpWithoutBinariesFails(t *testing.T) {
 	bin := t.TempDir()
@@ -59,7 +39,7 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 
 	ctx, interrupt := context.WithCancel(t.Context())
 	defer interrupt()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run(ctx, []string{"cluster", "up", "-build=false", "-bin", bin, "-data", data, "-nodes", "2", "-port", "0", "-node-port", "0", "-s3-port", "0"},

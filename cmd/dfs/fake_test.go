@@ -53,6 +53,7 @@ type fakeCoordinator struct {
 	drainQueries  []string // the query of every deregistration
 	drainUnsafe   []string // why a drain is not safe; none means it is
 	durability    client.DurabilityReport
+	scrub         *client.ScrubReport // nil: the coordinator has no scrub route
 	sessions      fakeSessions
 }
 
@@ -100,6 +101,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	route("GET /api/health", f.clusterHealth)
 	route("POST /api/admin/rebalance", f.runRebalance)
 	route("GET /api/cluster/durability", f.clusterDurability)
+	route("GET /api/cluster/scrub", f.clusterScrub)
 	f.routeSessions(route)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
@@ -372,4 +374,15 @@ func (f *fakeCoordinator) clusterDurability(w http.ResponseWriter, _ *http.Reque
 	d := f.durability
 	f.mu.Unlock()
 	httpx.WriteJSON(w, http.StatusOK, d)
+}
+
+func (f *fakeCoordinator) clusterScrub(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	sc := f.scrub
+	f.mu.Unlock()
+	if sc == nil {
+		httpx.NotFoundHandler(w, r)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, sc)
 }

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dfs-project/dfs/internal/client"
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 const statusHelp = `usage: dfs status [flags]
@@ -18,7 +20,10 @@ number of healthy copies (ACTIVE copies on HEALTHY nodes), the bytes of the
 files below the replication factor, the failure headroom (how many node
 failures, any of them, the files survive now without one losing its last
 copy) and, per node, how many files would be left with one copy or none if
-that node failed now.
+that node failed now. Then each storage node's scrubber: how far its pass
+over the node's copies has come, when it last finished one, and the corrupt
+copies (checksum mismatches) it found this period and ever. -json prints the
+durability report only; GET /api/cluster/scrub has the scrubbers'.
 
 The exit status is 1 when some file has fewer healthy copies than the
 replication factor, so that a script can wait for repairs:
@@ -38,6 +43,16 @@ func runStatus(ctx context.Context, args []string, s stdio) int {
 		cc.printJSON(rep)
 	} else {
 		printDurability(cc.s.out, rep)
+		// The scrubbers are a second question: its failure leaves the
+		// durability answer and the exit status as they are.
+		sc, err := cc.c.Scrub(ctx)
+		switch {
+		case errs.Is(err, errs.NotFound):
+		case err != nil:
+			fmt.Fprintf(cc.s.out, "\nscrub: not available: %v\n", err)
+		default:
+			printScrub(cc.s.out, sc)
+		}
 	}
 	if rep.FilesBelow(rep.ReplicationFactor) > 0 {
 		return exitFailed
@@ -91,4 +106,49 @@ func copiesLine(byCopies map[string]int) string {
 		line += fmt.Sprintf("%d: %d", c, byCopies[strconv.Itoa(c)])
 	}
 	return line
+}
+
+// printScrub shows each node's scrub pass: its progress in copies and bytes,
+// the last full pass and the corrupt copies found this period and ever.
+func printScrub(w io.Writer, rep client.ScrubReport) {
+	if len(rep.Nodes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nscrub passes:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPASS\tCOPIES\tBYTES\tLAST FULL PASS\tCORRUPT (PERIOD/EVER)")
+	for _, n := range rep.Nodes {
+		if !n.Reachable {
+			fmt.Fprintf(tw, "%s\tunreachable: %s\t\t\t\t\n", n.NodeID, n.Error)
+			continue
+		}
+		last := "never"
+		if n.LastFullPassAt != nil {
+			last = n.LastFullPassAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s/%s\t%s\t%d/%d\n", n.NodeID, passState(n),
+			n.CopiesScrubbed, n.CopiesTotal, humanBytes(n.BytesScrubbed), humanBytes(n.BytesTotal),
+			last, n.CorruptionsFound, n.CorruptionsFoundTotal)
+	}
+	tw.Flush()
+}
+
+// passState is a node's pass in a word or two: "running 25%", "done", or
+// "not started" in the seconds before a node's scrubber begins.
+func passState(n client.NodeScrub) string {
+	switch {
+	case n.PeriodStart == nil:
+		return "not started"
+	case !n.Running:
+		return "done"
+	}
+	pct := 100.0
+	if n.CopiesTotal > 0 {
+		pct = 100 * float64(min(n.CopiesScrubbed, n.CopiesTotal)) / float64(n.CopiesTotal)
+	}
+	s := fmt.Sprintf("running %.0f%%", pct)
+	if n.Behind {
+		s += " (behind)"
+	}
+	return s
 }

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 func TestStatus(t *testing.T) {
@@ -19,7 +21,7 @@ func TestStatus(t *testing.T) {
 			if i == down {
 				st = client.NodeUnhealthy
 			}
-			out = append(out, client.NodeRisk{NodeID: id, Status: st, FilesLeftWithOneCopy: one[i], FilesLeftWithNoCopy: none[i]})
+			out = append(out, client.NodeRisk{NodeID: id, Status: string(st), FilesLeftWithOneCopy: one[i], FilesLeftWithNoCopy: none[i]})
 		}
 		return out
 	}
@@ -86,4 +88,52 @@ func TestStatusReportsAnErrorAnswer(t *testing.T) {
 	require.Equal(t, exitFailed, code)
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "metadata store down")
+}
+
+// dfs status ends with each node's scrub pass; a coordinator without the
+// scrub route shows none, and a failing one neither hides the durability
+// answer nor changes the exit status.
+func TestStatusShowsEachNodesScrubPass(t *testing.T) {
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	last := time.Date(2026, 11, 29, 23, 10, 0, 0, time.UTC)
+	safe := client.DurabilityReport{FilesByCopies: map[string]int{"3": 1}, Files: 1, ReplicationFactor: 3, HealthyNodes: 3}
+	f := newFakeCoordinator(t)
+	f.durability = safe
+	f.scrub = &client.ScrubReport{Nodes: []client.NodeScrub{
+		{NodeID: "node-1", Status: client.NodeHealthy, Reachable: true, ScrubProgress: wire.ScrubProgress{
+			PeriodStart: &start, LastFullPassAt: &last, CopiesScrubbed: 250, CopiesTotal: 1000, BytesScrubbed: 1 << 20,
+			BytesTotal: 4 << 20, CorruptionsFound: 0, CorruptionsFoundTotal: 3, Running: true, Behind: true}},
+		{NodeID: "node-2", Status: client.NodeHealthy, Reachable: true, ScrubProgress: wire.ScrubProgress{
+			PeriodStart: &start, CopiesScrubbed: 1000, CopiesTotal: 1000, BytesScrubbed: 4 << 20, BytesTotal: 4 << 20,
+			CorruptionsFound: 2, CorruptionsFoundTotal: 2}},
+		{NodeID: "node-3", Status: client.NodeUnhealthy, Error: "connection refused"},
+		{NodeID: "node-4", Status: client.NodeHealthy, Reachable: true},
+	}}
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "status")
+	require.Equal(t, exitOK, code, stderr)
+	for _, l := range []string{
+		`(?m)^scrub passes:$`,
+		`(?m)^NODE\s+PASS\s+COPIES\s+BYTES\s+LAST FULL PASS\s+CORRUPT \(PERIOD/EVER\)$`,
+		`(?m)^node-1\s+running 25% \(behind\)\s+250/1000\s+1\.0 MiB/4\.0 MiB\s+2026-11-29T23:10:00Z\s+0/3$`,
+		`(?m)^node-2\s+done\s+1000/1000\s+4\.0 MiB/4\.0 MiB\s+never\s+2/2$`,
+		`(?m)^node-3\s+unreachable: connection refused`,
+		`(?m)^node-4\s+not started\s+0/0\s+0 B/0 B\s+never\s+0/0$`,
+	} {
+		require.Regexp(t, l, stdout)
+	}
+	code, stdout, _ = dfs(t, f.srv.URL, "", "status", "-json")
+	require.Equal(t, exitOK, code)
+	require.NotContains(t, stdout, "node-1", "-json is the durability report")
+
+	f.fail["GET /api/cluster/scrub"] = fakeAnswer{status: http.StatusServiceUnavailable, code: "METADATA_UNAVAILABLE", msg: "store down"}
+	code, stdout, stderr = dfs(t, f.srv.URL, "", "status")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^failure headroom`, stdout)
+	require.Regexp(t, `(?m)^scrub: not available: .*store down`, stdout)
+
+	delete(f.fail, "GET /api/cluster/scrub")
+	f.scrub = nil
+	code, stdout, _ = dfs(t, f.srv.URL, "", "status")
+	require.Equal(t, exitOK, code)
+	require.NotContains(t, stdout, "scrub", "a coordinator without scrubbers shows none")
 }

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/daemonargs/daemontest"
 	"github.com/dfs-project/dfs/internal/dirlock"
@@ -30,18 +25,12 @@ func testSecondNodeOnOneDirectoryStops(t *testing.T, bin string) {
 		t.Skip("no directory lock on this system")
 	}
 	dir := t.TempDir()
-	first := daemontest.Start(t, bin, []string{"STORAGE_NODE_ID=node-1", "STORAGE_DATA_DIRECTORY=" + dir})
-
-	// A write in progress of the first node's, which a second node's
-	// recovery at start would delete as a crash's leftover.
-	inFlight := filepath.Join(dir, "01", "23", ".tmp-0123abcd-1")
-	require.NoError(t, os.MkdirAll(filepath.Dir(inFlight), 0o750))
-	require.NoError(t, os.WriteFile(inFlight, []byte("half a write"), 0o640))
-
-	second := daemontest.StartNoWait(t, bin, []string{"STORAGE_NODE_ID=node-2", "STORAGE_DATA_DIRECTORY=" + dir})
-	require.Equal(t, 1, second.Wait(t, 10*time.Second))
-	require.Contains(t, second.Stderr(), fmt.Sprintf("data directory %s is in use: another storage node (pid ", dir))
-	require.FileExists(t, inFlight, "the refused node cleaned up the first one's write")
-	require.True(t, first.Live(), "the first node goes on serving")
-	require.False(t, first.Exited())
+	// The planted file is a write in progress of the first node's, which a
+	// second node's recovery at start would delete as a crash's leftover.
+	daemontest.CheckSecondOnOneDirectoryStops(t, bin, daemontest.SecondOnOneDirectory{
+		Name: "storage node", Dir: dir,
+		FirstEnv:  []string{"STORAGE_NODE_ID=node-1", "STORAGE_DATA_DIRECTORY=" + dir},
+		SecondEnv: []string{"STORAGE_NODE_ID=node-2", "STORAGE_DATA_DIRECTORY=" + dir},
+		Planted:   filepath.Join(dir, "01", "23", ".tmp-0123abcd-1"),
+	})
 }

@@ -30,21 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M, root string) int {
-	wd, err := os.Getwd()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "s3e2e:", err)
-		return 1
-	}
-	module, err := localcluster.FindModuleRoot(wd)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "s3e2e:", err)
-		return 1
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	binDir = filepath.Join(root, "bin")
-	if _, err := localcluster.BuildModule(ctx, module, binDir); err != nil {
-		fmt.Fprintln(os.Stderr, "s3e2e: build the binaries:", err)
+	if err := localcluster.BuildForTests(ctx, binDir); err != nil {
+		fmt.Fprintln(os.Stderr, "s3e2e:", err)
 		return 1
 	}
 	return m.Run()

@@ -1,34 +1,17 @@
 package api
 
+import "github.com/dfs-project/dfs/internal/apiwire"
+
 // Cluster health states.
 const (
-	HealthUp       = "UP"
-	HealthDegraded = "DEGRADED"
-	HealthDown     = "DOWN"
+	HealthUp       = apiwire.HealthUp
+	HealthDegraded = apiwire.HealthDegraded
+	HealthDown     = apiwire.HealthDown
 )
 
-// HealthReport is the answer of GET /api/health.
-type HealthReport struct {
-	Status            string         `json:"status"`
-	Reasons           []string       `json:"reasons,omitempty"`
-	ReplicationFactor int            `json:"replicationFactor"`
-	Nodes             NodeCounts     `json:"nodes"`
-	MetadataStore     ComponentState `json:"metadataStore"`
-	Redis             ComponentState `json:"redis"`
-}
-
-// NodeCounts counts nodes by state.
-type NodeCounts struct {
-	Total        int `json:"total"`
-	OnRing       int `json:"onRing"`
-	Healthy      int `json:"healthy"`
-	Unhealthy    int `json:"unhealthy"`
-	Deregistered int `json:"deregistered"`
-}
-
-// ComponentState is the state of one dependency.
-type ComponentState struct {
-	Status string `json:"status"` // UP, DOWN or DISABLED
-	Kind   string `json:"kind,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
+// The answer of GET /api/health, defined with the client's in apiwire.
+type (
+	HealthReport   = apiwire.HealthReport
+	NodeCounts     = apiwire.NodeCounts
+	ComponentState = apiwire.ComponentState
+)

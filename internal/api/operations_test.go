@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/ops"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 func getJSON(t *testing.T, h http.Handler, target string, v any) {
@@ -69,6 +73,96 @@ func TestOperationsAndARunningDrainAreShown(t *testing.T) {
 	rec := httptest.NewRecorder()
 	api.New(api.Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/cluster/operations", nil))
 	require.JSONEq(t, `{"running":[],"recent":[]}`, rec.Body.String())
+}
+
+type fakeScrub struct {
+	rep api.ScrubReport
+	err error
+}
+
+func (f fakeScrub) Scrub(context.Context) (api.ScrubReport, error) { return f.rep, f.err }
+
+func (fakeScrub) ReportCorrupt(context.Context, string, string) (files.CorruptReportResult, error) {
+	return files.CorruptReportResult{}, nil
+}
+
+// Each reachable node's running scrub pass and its last complete one are
+// listed among the operations, in order with the tracker's; an unreachable
+// node lists none.
+func TestScrubPassesAreListedAsOperations(t *testing.T) {
+	now := time.Now().UTC()
+	t0 := now.Add(-time.Hour)
+	periodStart := now.Add(-10 * time.Second)
+	lastStart, lastEnd := now.Add(-3*time.Hour), now.Add(-2*time.Hour)
+	tracker := ops.New(ops.Options{})
+	tracker.Start(ops.Rebalance, "JOINED", "node-1", 1).Finish(true, nil) // finished now: newest
+	rep := api.ScrubReport{Nodes: []api.NodeScrub{
+		{NodeID: "node-1", Status: "HEALTHY", Reachable: true, ScrubProgress: wire.ScrubProgress{
+			PeriodStart: &periodStart, CopiesScrubbed: 25, CopiesTotal: 100, BytesScrubbed: 1000, BytesTotal: 4000,
+			CorruptionsFound: 2, Running: true, Behind: true, LastFullPassAt: &lastEnd,
+		}, LastPass: &wire.ScrubPass{StartedAt: lastStart, FinishedAt: lastEnd, Copies: 90, Bytes: 3600, CorruptionsFound: 1}},
+		{NodeID: "node-2", Status: "HEALTHY", Reachable: true, ScrubProgress: wire.ScrubProgress{
+			PeriodStart: &t0, CopiesScrubbed: 7, CopiesTotal: 7, BytesScrubbed: 70, BytesTotal: 70, LastFullPassAt: &now,
+		}, LastPass: &wire.ScrubPass{StartedAt: t0, FinishedAt: t0.Add(time.Minute), Copies: 7, Bytes: 70}},
+		{NodeID: "node-3", Status: "UNHEALTHY", Error: "connection refused"},
+	}}
+	h := api.New(api.Options{Operations: tracker, Scrub: fakeScrub{rep: rep}})
+
+	var snap struct {
+		Running []ops.Operation `json:"running"`
+		Recent  []struct {
+			ops.Operation
+			Report api.ScrubPassReport `json:"report"`
+		} `json:"recent"`
+	}
+	getJSON(t, h, "/api/cluster/operations", &snap)
+	require.Len(t, snap.Running, 1, "node-2's pass is complete, node-3 did not answer")
+	run := snap.Running[0]
+	require.Equal(t, ops.Scrub, run.Kind)
+	require.Equal(t, api.ScrubTrigger, run.Trigger)
+	require.Equal(t, "node-1", run.NodeID)
+	require.Equal(t, ops.Running, run.State)
+	require.EqualValues(t, 25, run.Done)
+	require.EqualValues(t, 100, run.Total)
+	require.EqualValues(t, 1000, run.BytesDone)
+	require.NotNil(t, run.EtaSeconds)
+	require.InDelta(t, 30, *run.EtaSeconds, 5, "three quarters left after 10 s")
+	require.Nil(t, run.FinishedAt)
+	require.JSONEq(t, `{"copiesScrubbed":25,"bytesScrubbed":1000,"corruptionsFound":2,"behind":true}`, mustJSON(t, run.Report))
+
+	require.Len(t, snap.Recent, 3)
+	require.Equal(t, ops.Rebalance, snap.Recent[0].Kind, "newest first")
+	n2, n1 := snap.Recent[1], snap.Recent[2]
+	require.Equal(t, "node-2", n2.NodeID)
+	require.Equal(t, "node-1", n1.NodeID)
+	require.Equal(t, ops.Scrub, n1.Kind)
+	require.Equal(t, ops.Done, n1.State)
+	require.EqualValues(t, 90, n1.Done)
+	require.EqualValues(t, 90, n1.Total)
+	require.EqualValues(t, 3600, n1.BytesDone)
+	require.InDelta(t, 1.0, n1.BytesPerSecond, 0.01, "3600 bytes in an hour")
+	require.Nil(t, n1.EtaSeconds)
+	require.True(t, lastStart.Equal(n1.StartedAt))
+	require.True(t, lastEnd.Equal(*n1.FinishedAt))
+	require.Equal(t, api.ScrubPassReport{CopiesScrubbed: 90, BytesScrubbed: 3600, CorruptionsFound: 1}, n1.Report)
+	require.NotEqual(t, run.ID, n1.ID, "two passes of one node")
+
+	var again ops.Snapshot
+	getJSON(t, h, "/api/cluster/operations", &again)
+	require.Equal(t, run.ID, again.Running[0].ID, "a pass keeps its id")
+
+	// The metadata store being down is the answer's error.
+	h = api.New(api.Options{Operations: tracker, Scrub: fakeScrub{err: errs.E(errs.Unavailable, "metadata store down")}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/cluster/operations", nil))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }
 
 // ?points=true lists every virtual node in ring order, each node's share of

@@ -32,6 +32,9 @@ type NodeScrub struct {
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
 	wire.ScrubProgress
+	// LastPass is the node's last complete pass; GET /api/cluster/operations
+	// lists it, this answer does not.
+	LastPass *wire.ScrubPass `json:"-"`
 }
 
 func (s *server) scrub(w http.ResponseWriter, r *http.Request) {

@@ -58,6 +58,7 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"UploadDetail":      UploadDetail{},
 		"ScrubReport":       ScrubReport{},
 		"NodeScrub":         NodeScrub{},
+		"ScrubPassReport":   ScrubPassReport{},
 	}
 	for schema, v := range types {
 		t.Run(schema, func(t *testing.T) {
@@ -73,11 +74,17 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 	}
 }
 
-// jsonFields lists the JSON names of a struct's encoded fields, sorted.
+// jsonFields lists the JSON names of a struct's encoded fields, sorted; an
+// embedded struct without a name of its own contributes its fields, as
+// encoding/json flattens them.
 func jsonFields(typ reflect.Type) []string {
 	var names []string
 	for f := range typ.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			names = append(names, jsonFields(f.Type)...)
+			continue
+		}
 		if name == "-" || !f.IsExported() {
 			continue
 		}

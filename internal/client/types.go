@@ -1,9 +1,10 @@
 package client
 
 import (
-	"encoding/json"
-	"strconv"
 	"time"
+
+	"github.com/dfs-project/dfs/internal/apiwire"
+	"github.com/dfs-project/dfs/internal/ops"
 )
 
 // FileStatus is a file's state as the API reports it.
@@ -190,23 +191,9 @@ type Node struct {
 }
 
 // Operation is a rebalance, drain, repair or scrub pass as GET
-// /api/cluster/operations shows it.
-type Operation struct {
-	ID             string     `json:"id"`
-	Kind           string     `json:"kind"`
-	Trigger        string     `json:"trigger"`
-	NodeID         string     `json:"nodeId,omitempty"`
-	State          string     `json:"state"`
-	Done           int64      `json:"done"`
-	Total          int64      `json:"total"`
-	BytesDone      int64      `json:"bytesDone"`
-	BytesPerSecond float64    `json:"bytesPerSecond"`
-	EtaSeconds     *float64   `json:"etaSeconds"`
-	StartedAt      time.Time  `json:"startedAt"`
-	FinishedAt     *time.Time `json:"finishedAt"`
-	// Report is the operation's final report, as the server sent it.
-	Report json.RawMessage `json:"report,omitempty"`
-}
+// /api/cluster/operations shows it: the coordinator's own type, whose
+// package holds nothing else the client would not want.
+type Operation = ops.Operation
 
 // RegisterRequest is the body of POST /api/nodes/register.
 type RegisterRequest struct {
@@ -295,36 +282,17 @@ type RunProgress struct {
 
 // Cluster health states.
 const (
-	HealthUp       = "UP"
-	HealthDegraded = "DEGRADED"
-	HealthDown     = "DOWN"
+	HealthUp       = apiwire.HealthUp
+	HealthDegraded = apiwire.HealthDegraded
+	HealthDown     = apiwire.HealthDown
 )
 
-// HealthReport is the answer of GET /api/health.
-type HealthReport struct {
-	Status            string         `json:"status"` // HealthUp, HealthDegraded or HealthDown
-	Reasons           []string       `json:"reasons,omitempty"`
-	ReplicationFactor int            `json:"replicationFactor"`
-	Nodes             NodeCounts     `json:"nodes"`
-	MetadataStore     ComponentState `json:"metadataStore"`
-	Redis             ComponentState `json:"redis"`
-}
-
-// NodeCounts counts the known nodes by state.
-type NodeCounts struct {
-	Total        int `json:"total"`
-	OnRing       int `json:"onRing"`
-	Healthy      int `json:"healthy"`
-	Unhealthy    int `json:"unhealthy"`
-	Deregistered int `json:"deregistered"`
-}
-
-// ComponentState is the state of one dependency: UP, DOWN or DISABLED.
-type ComponentState struct {
-	Status string `json:"status"`
-	Kind   string `json:"kind,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
+// The answer of GET /api/health, defined with the server's in apiwire.
+type (
+	HealthReport   = apiwire.HealthReport
+	NodeCounts     = apiwire.NodeCounts
+	ComponentState = apiwire.ComponentState
+)
 
 // Rebalance triggers.
 const (
@@ -379,35 +347,9 @@ type NodeHealth struct {
 	Error string `json:"error,omitempty"`
 }
 
-// DurabilityReport is the answer of GET /api/cluster/durability: how safe the
-// readable files are now. A healthy copy is an ACTIVE copy on a HEALTHY node.
-type DurabilityReport struct {
-	// FilesByCopies maps a number of healthy copies ("0" to the replication
-	// factor, and more while a copy is moved) to the files that have it.
-	FilesByCopies     map[string]int `json:"filesByCopies"`
-	Files             int            `json:"files"`
-	BytesAtRisk       int64          `json:"bytesAtRisk"`
-	FailureHeadroom   int            `json:"failureHeadroom"`
-	ReplicationFactor int            `json:"replicationFactor"`
-	HealthyNodes      int            `json:"healthyNodes"`
-	Nodes             []NodeRisk     `json:"nodes"`
-}
-
-// NodeRisk is what one node's failure would do now.
-type NodeRisk struct {
-	NodeID               string     `json:"nodeId"`
-	Status               NodeStatus `json:"status"`
-	FilesLeftWithOneCopy int        `json:"filesLeftWithOneCopy"`
-	FilesLeftWithNoCopy  int        `json:"filesLeftWithNoCopy"`
-}
-
-// FilesBelow counts the files with fewer than n healthy copies.
-func (d DurabilityReport) FilesBelow(n int) int {
-	total := 0
-	for copies, files := range d.FilesByCopies {
-		if c, err := strconv.Atoi(copies); err == nil && c < n {
-			total += files
-		}
-	}
-	return total
-}
+// The answer of GET /api/cluster/durability, defined with the server's in
+// apiwire; NodeRisk's Status is a NodeStatus as a string.
+type (
+	DurabilityReport = apiwire.DurabilityReport
+	NodeRisk         = apiwire.NodeRisk
+)

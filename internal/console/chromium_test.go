@@ -17,17 +17,17 @@ import (
 	"github.com/dfs-project/dfs/internal/testenv/browsertest"
 )
 
-// scrubAnswer is the shape GET /api/cluster/scrub answers (the scrubber's
-// branch adds the route): one node mid-pass, one idle with a corruption.
-const scrubAnswer = `{"nodes":[
- {"nodeId":"node-1","periodStart":"2026-11-30T00:00:00Z","copiesScrubbed":250,"copiesTotal":1000,
-  "bytesScrubbed":1048576,"bytesTotal":4194304,"lastFullPassAt":"2026-11-29T23:10:00Z","corruptionsFound":0,"running":true},
- {"nodeId":"node-2","periodStart":"2026-11-30T00:00:00Z","copiesScrubbed":1000,"copiesTotal":1000,
-  "bytesScrubbed":4194304,"bytesTotal":4194304,"lastFullPassAt":null,"corruptionsFound":2,"running":false}]}`
-
+// operationsAnswer has a drain and a scrub pass running and a scrub pass
+// finished that found two corrupt copies.
 const operationsAnswer = `{"running":[{"id":"x-1","kind":"DRAIN","trigger":"DEREGISTERED","nodeId":"node-3","state":"RUNNING",
- "done":3,"total":12,"bytesDone":3072,"bytesPerSecond":1024,"etaSeconds":9,"startedAt":"2026-12-01T12:00:00Z","finishedAt":null}],
- "recent":[]}`
+ "done":3,"total":12,"bytesDone":3072,"bytesPerSecond":1024,"etaSeconds":9,"startedAt":"2026-12-01T12:00:00Z","finishedAt":null},
+ {"id":"scrub-node-1-a","kind":"SCRUB","trigger":"SCRUB_PERIOD","nodeId":"node-1","state":"RUNNING",
+ "done":250,"total":1000,"bytesDone":1048576,"bytesPerSecond":512,"etaSeconds":6144,"startedAt":"2026-12-01T12:00:00Z","finishedAt":null,
+ "report":{"copiesScrubbed":250,"bytesScrubbed":1048576,"corruptionsFound":0,"behind":true}}],
+ "recent":[{"id":"scrub-node-2-b","kind":"SCRUB","trigger":"SCRUB_PERIOD","nodeId":"node-2","state":"DONE",
+ "done":1000,"total":1000,"bytesDone":4194304,"bytesPerSecond":1024,"etaSeconds":null,
+ "startedAt":"2026-11-30T00:00:00Z","finishedAt":"2026-11-30T01:08:16Z",
+ "report":{"copiesScrubbed":1000,"bytesScrubbed":4194304,"corruptionsFound":2,"behind":false}}]}`
 
 // nodesAnswer has node-3 half drained; ringAnswer is the ring without it
 // (two nodes at VIRTUAL_NODES=2, as API.md's example).
@@ -46,8 +46,8 @@ const ringAnswer = `{"physicalNodes":2,"virtualNodesPerNode":2,"totalRingPositio
   {"nodeId":"node-1","position":6903187661124769136},{"nodeId":"node-2","position":8009011069314504270}]}`
 
 // fakeCoordinator serves the console and the few API answers the
-// operations page reads; scrub says whether the scrub route exists.
-func fakeCoordinator(scrub bool) http.Handler {
+// operations page reads.
+func fakeCoordinator() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/console/", console.Handler())
 	answer := func(body string) http.HandlerFunc {
@@ -60,9 +60,6 @@ func fakeCoordinator(scrub bool) http.Handler {
 	mux.Handle("/api/cluster/operations", answer(operationsAnswer))
 	mux.Handle("/api/nodes", answer(nodesAnswer))
 	mux.Handle("/api/nodes/ring", answer(ringAnswer))
-	if scrub {
-		mux.Handle("/api/cluster/scrub", answer(scrubAnswer))
-	}
 	mux.HandleFunc("/", httpx.NotFoundHandler)
 	return mux
 }
@@ -82,22 +79,22 @@ func load(t *testing.T, h http.Handler, path string) *goquery.Document {
 	return doc
 }
 
-// The scrub panel shows each node's pass as the scrubber reports it, and
-// says so plainly when the coordinator has no scrubber.
-func TestTheScrubPanelRendersTheScrubbersAnswer(t *testing.T) {
-	doc := load(t, fakeCoordinator(true), "/console/#/operations")
-	require.Zero(t, doc.Find("#scrub-missing").Length())
-	n1 := doc.Find(`tr[data-node="node-1"]`)
-	require.Equal(t, 1, n1.Length(), "node-1's scrub row")
-	require.Equal(t, "true", n1.AttrOr("data-running", ""))
-	require.Equal(t, "RUNNING", n1.Find(".badge").First().Text())
+// The operations page lists scrub passes from the operations answer beside
+// the other operations, with the corrupt copies each found.
+func TestTheOperationsPageListsScrubPasses(t *testing.T) {
+	doc := load(t, fakeCoordinator(), "/console/#/operations")
+	n1 := doc.Find(`tr[data-op="scrub-node-1-a"]`)
+	require.Equal(t, 1, n1.Length(), "node-1's running pass")
+	require.Equal(t, "SCRUB", n1.AttrOr("data-kind", ""))
+	require.Equal(t, "RUNNING", n1.AttrOr("data-state", ""))
 	require.Equal(t, "250", n1.Find(".bar").AttrOr("data-done", ""))
 	require.Equal(t, "1000", n1.Find(".bar").AttrOr("data-total", ""))
-	require.Contains(t, n1.Text(), "1.0 MiB / 4.0 MiB")
-	n2 := doc.Find(`tr[data-node="node-2"]`)
-	require.Equal(t, "IDLE", n2.Find(".badge").First().Text())
+	require.Contains(t, n1.Text(), "1.0 MiB")
+	require.Equal(t, "0 (behind)", n1.Find(`[data-field="corruptionsFound"]`).Text())
+	n2 := doc.Find(`tr[data-op="scrub-node-2-b"]`)
+	require.Equal(t, "DONE", n2.AttrOr("data-state", ""))
 	require.Equal(t, "2", n2.Find(`[data-field="corruptionsFound"]`).Text())
-	require.Contains(t, n2.Text(), "—", "a node with no full pass yet shows none")
+	require.Contains(t, n2.Text(), "node-2")
 
 	// The running drain from the operations answer, with its progress.
 	op := doc.Find(`tr[data-op="x-1"]`)
@@ -105,15 +102,13 @@ func TestTheScrubPanelRendersTheScrubbersAnswer(t *testing.T) {
 	require.Equal(t, "3", op.Find(".bar").AttrOr("data-done", ""))
 	require.Equal(t, "12", op.Find(".bar").AttrOr("data-total", ""))
 	require.Contains(t, op.Text(), "node-3")
-
-	doc = load(t, fakeCoordinator(false), "/console/#/operations")
-	require.Equal(t, "scrubber not available on this coordinator", doc.Find("#scrub-missing").Text())
+	require.Equal(t, "—", op.Find(`[data-field="corruptionsFound"]`).Text(), "a drain finds no corrupt copies")
 }
 
 // A node being drained shows its drain's progress instead of a drain
 // button, and the ring is drawn with one arc per run of a node's points.
 func TestTheNodesPageShowsADrainAndTheRingsArcs(t *testing.T) {
-	doc := load(t, fakeCoordinator(false), "/console/#/nodes")
+	doc := load(t, fakeCoordinator(), "/console/#/nodes")
 	draining := doc.Find(`tr[data-status="DEREGISTERED"][data-node="node-3"]`)
 	require.Equal(t, "3", draining.Find(".drain .bar").AttrOr("data-done", ""))
 	require.Equal(t, "12", draining.Find(".drain .bar").AttrOr("data-total", ""))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 func freePort(t *testing.T) int {
@@ -56,7 +57,7 @@ func TestRootKeyS3PortAndAPIAuth(t *testing.T) {
 			cfg, err := LoadConfig(envconf.FromMap(env))
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
-			var logged syncBuffer
+			var logged testenv.SyncBuffer
 			app, err := New(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), prometheus.NewRegistry())
 			require.NoError(t, err)
 			require.Equal(t, tc.warns, strings.Contains(logged.String(), "CLUSTER_TOKEN is not"), "the start-up's warning:\n%s", logged.String())

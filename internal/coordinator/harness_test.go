@@ -44,24 +44,7 @@ type harness struct {
 	addrs   map[string]string
 	dirs    map[string]string
 	nodeEnv map[string]string
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *testenv.SyncBuffer
 }
 
 // storeKinds are the metadata stores every integration test runs against.
@@ -91,7 +74,7 @@ func newHarness(t *testing.T, kind string, n int, env map[string]string) *harnes
 	}
 	maps.Copy(base, env)
 	h := &harness{t: t, env: base, nodes: map[string]*nodetest.Node{}, addrs: map[string]string{},
-		dirs: map[string]string{}, logs: &syncBuffer{},
+		dirs: map[string]string{}, logs: &testenv.SyncBuffer{},
 		// The tests here find and damage copies by their paths in the files
 		// layout (blobPath); e2e runs the faults in both layouts.
 		nodeEnv: map[string]string{"STORAGE_LAYOUT": "files"}}

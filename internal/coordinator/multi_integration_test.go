@@ -13,6 +13,7 @@ import (
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 // twin starts a second coordinator on h's database and data directory
@@ -27,7 +28,7 @@ func twin(t *testing.T, h *harness, env map[string]string) *harness {
 	for k, v := range env {
 		e[k] = v
 	}
-	o := &harness{t: t, env: e, nodes: h.nodes, addrs: h.addrs, dirs: h.dirs, nodeEnv: h.nodeEnv, logs: &syncBuffer{}}
+	o := &harness{t: t, env: e, nodes: h.nodes, addrs: h.addrs, dirs: h.dirs, nodeEnv: h.nodeEnv, logs: &testenv.SyncBuffer{}}
 	o.startCoordinator()
 	t.Cleanup(func() { o.stop() })
 	return o

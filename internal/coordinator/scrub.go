@@ -59,7 +59,7 @@ func (v *scrubView) fill(ctx context.Context, n *api.NodeScrub) {
 		n.Error = err.Error()
 		return
 	}
-	n.Reachable, n.ScrubProgress = true, st.ScrubProgress
+	n.Reachable, n.ScrubProgress, n.LastPass = true, st.ScrubProgress, st.LastPass
 }
 
 // ReportCorrupt is a node's scrubber reporting a corrupt copy.

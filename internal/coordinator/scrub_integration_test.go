@@ -12,6 +12,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/api"
 	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/ops"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -102,4 +103,80 @@ func TestClusterScrubGathersEveryNode(t *testing.T) {
 	require.False(t, down.Reachable)
 	require.NotEmpty(t, down.Error)
 	require.Nil(t, down.PeriodStart)
+}
+
+// TestScrubPassesAreListedAmongTheOperations: on real nodes with a short
+// SCRUB_PERIOD, GET /api/cluster/operations lists each node's running pass
+// and its last complete one, with what it hashed and the corrupt copies it
+// found; a node that stops answering lists none.
+func TestScrubPassesAreListedAmongTheOperations(t *testing.T) {
+	h := newHarness(t, "sqlite", 0, map[string]string{"CLUSTER_TOKEN": "tok"})
+	h.nodeEnv["SCRUB_PERIOD"] = "3s"
+	for _, id := range []string{"node-1", "node-2", "node-3"} {
+		h.addNode(id)
+	}
+	h.admit()
+	a := h.upload("a.bin", bytes.Repeat([]byte("a"), 3000))
+	h.upload("b.bin", bytes.Repeat([]byte("b"), 5000))
+	h.corrupt("node-1", a.FileID)
+
+	type op struct {
+		ops.Operation
+		Report api.ScrubPassReport `json:"report"`
+	}
+	list := func() (running, recent []op) {
+		var snap struct{ Running, Recent []op }
+		resp := h.get("/api/cluster/operations")
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+		resp.json(t, &snap)
+		for _, o := range snap.Running {
+			if o.Kind == ops.Scrub {
+				running = append(running, o)
+			}
+		}
+		for _, o := range snap.Recent {
+			if o.Kind == ops.Scrub {
+				recent = append(recent, o)
+			}
+		}
+		return running, recent
+	}
+	sawRunning := map[string]bool{}
+	passed := map[string]op{}
+	require.Eventually(t, func() bool {
+		running, recent := list()
+		for _, o := range running {
+			require.Equal(t, ops.Running, o.State)
+			require.Equal(t, api.ScrubTrigger, o.Trigger)
+			require.Nil(t, o.FinishedAt)
+			sawRunning[o.NodeID] = true
+		}
+		for _, o := range recent {
+			// A pass over both files, not one that began before the upload;
+			// on node-1 the one that met the damaged copy (those after it
+			// meet its rebuilt copy).
+			if o.Done == 2 && (o.NodeID != "node-1" || o.Report.CorruptionsFound > 0) {
+				passed[o.NodeID] = o
+			}
+		}
+		return len(sawRunning) == 3 && len(passed) == 3
+	}, 30*time.Second, 20*time.Millisecond, "every node's pass seen running and finished: running %v, finished %v", sawRunning, passed)
+	for id, o := range passed {
+		require.Equal(t, ops.Done, o.State, id)
+		require.EqualValues(t, 2, o.Total, id)
+		require.EqualValues(t, 8000, o.BytesDone, id)
+		require.NotNil(t, o.FinishedAt, id)
+		require.False(t, o.FinishedAt.Before(o.StartedAt), id)
+		want := int64(0)
+		if id == "node-1" {
+			want = 1
+		}
+		require.Equal(t, want, o.Report.CorruptionsFound, "%s: the copy damaged on node-1 only", id)
+	}
+
+	h.stopNode("node-3")
+	running, recent := list()
+	for _, o := range append(running, recent...) {
+		require.NotEqual(t, "node-3", o.NodeID, "a node that does not answer lists no pass")
+	}
 }

@@ -177,3 +177,28 @@ func FindModuleRoot(dir string) (string, error) {
 		d = parent
 	}
 }
+
+// BuildForTests is what a test package's TestMain needs to run real
+// processes: the daemons of the module holding the working directory built
+// into binDir, and an error unless the coordinator and the storage node were
+// both built.
+func BuildForTests(ctx context.Context, binDir string) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return errs.Wrap(errs.Other, err, "find the working directory")
+	}
+	module, err := FindModuleRoot(wd)
+	if err != nil {
+		return err
+	}
+	res, err := BuildModule(ctx, module, binDir)
+	if err != nil {
+		return errs.Wrap(errs.KindOf(err), err, "build the binaries")
+	}
+	for _, need := range []string{CoordinatorBinary, StorageNodeBinary} {
+		if _, err := os.Stat(filepath.Join(binDir, need)); err != nil {
+			return errs.E(errs.Other, "%s was not built (built %v, skipped %v)", need, res.Built, res.Skipped)
+		}
+	}
+	return nil
+}

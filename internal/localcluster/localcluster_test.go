@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,24 +57,6 @@ func binaries(t *testing.T) string {
 	})
 	require.NoError(t, buildErr)
 	return binDir
-}
-
-// syncBuffer is a bytes.Buffer safe for the cluster's goroutines to write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var probe = &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -116,7 +99,7 @@ func TestClusterProcessControl(t *testing.T) {
 	bin := binaries(t)
 	ctx := t.Context()
 	data := t.TempDir()
-	var tee syncBuffer
+	var tee testenv.SyncBuffer
 	exits := make(chan string, 10)
 	c, err := Start(ctx, Options{
 		BinDir:         bin,

@@ -140,6 +140,9 @@ type Status struct {
 	CopiesTotal, BytesTotal int64
 	// LastFullPassAt is when the last complete pass ended; zero if none has.
 	LastFullPassAt time.Time
+	// LastPass is the last complete pass (nil before the first, and after a
+	// state file written before passes were kept).
+	LastPass *Pass
 	// CorruptionsFound counts findings in this period; CorruptionsFoundTotal
 	// over the life of the data directory.
 	CorruptionsFound, CorruptionsFoundTotal int64
@@ -209,7 +212,7 @@ func (s *Scrubber) Status(ctx context.Context) Status {
 	s.mu.Unlock()
 	out.PeriodStart, out.Period, out.Bandwidth = st.PeriodStart, s.o.Period, s.o.Bandwidth
 	out.CopiesScrubbed, out.BytesScrubbed = st.CopiesScrubbed, st.BytesScrubbed
-	out.LastFullPassAt = st.LastFullPassAt
+	out.LastFullPassAt, out.LastPass = st.LastFullPassAt, st.LastPass
 	out.CorruptionsFound, out.CorruptionsFoundTotal = st.CorruptionsFound, st.CorruptionsFoundTotal
 	out.Unreported = len(st.Unreported)
 	out.Running = !st.Complete && !st.PeriodStart.IsZero()
@@ -338,6 +341,8 @@ func (s *Scrubber) finishPass() {
 	now := s.o.Clock.Now()
 	s.mu.Lock()
 	s.st.Complete, s.st.Cursor, s.st.LastFullPassAt = true, "", now
+	s.st.LastPass = &Pass{Start: s.st.PeriodStart, End: now, Copies: s.st.CopiesScrubbed,
+		Bytes: s.st.BytesScrubbed, CorruptionsFound: s.st.CorruptionsFound}
 	overran := now.After(s.st.PeriodStart.Add(s.o.Period))
 	if overran {
 		s.status.Overruns++

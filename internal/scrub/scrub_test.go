@@ -355,3 +355,28 @@ func TestAnUnreadableStateStartsANewPass(t *testing.T) {
 	require.Equal(t, int64(3), st.CopiesScrubbed)
 	require.False(t, st.Running)
 }
+
+// The last complete pass's figures outlive the period counters that the
+// next pass resets, so the coordinator can list it beside the running one.
+func TestLastPassIsKeptThroughTheNextPeriod(t *testing.T) {
+	h := newHarness(t)
+	ids := fill(t, h.store.Memory, 20, 10<<10)
+	require.True(t, h.store.Corrupt(ids[5]))
+
+	s := h.run(time.Hour, 1<<20, epoch.Add(30*time.Minute+time.Hour))
+	st := s.Status(context.Background())
+	require.True(t, st.Running, "the second period's pass is under way")
+	require.Equal(t, epoch.Add(time.Hour), st.PeriodStart)
+	require.Less(t, st.CopiesScrubbed, int64(20))
+	require.NotNil(t, st.LastPass)
+	require.Equal(t, epoch, st.LastPass.Start)
+	require.Equal(t, st.LastFullPassAt, st.LastPass.End)
+	require.True(t, st.LastPass.End.Before(epoch.Add(time.Hour)))
+	require.Equal(t, int64(20), st.LastPass.Copies)
+	require.Equal(t, int64(200<<10), st.LastPass.Bytes)
+	require.Equal(t, int64(1), st.LastPass.CorruptionsFound)
+
+	// A restart reads it back from the state file.
+	s = h.run(time.Hour, 1<<20, epoch.Add(30*time.Minute+time.Hour))
+	require.Equal(t, st.LastPass, s.Status(context.Background()).LastPass)
+}

@@ -27,13 +27,26 @@ type state struct {
 	CorruptionsFound      int64     `json:"corruptionsFound"`
 	CorruptionsFoundTotal int64     `json:"corruptionsFoundTotal"`
 	LastFullPassAt        time.Time `json:"lastFullPassAt"`
+	// LastPass is the last complete pass, kept through the next period so
+	// that its figures outlive the counters a new period resets.
+	LastPass *Pass `json:"lastPass,omitempty"`
 	// Unreported are findings the Reporter has not taken yet.
 	Unreported []Finding `json:"unreported,omitempty"`
 }
 
+// Pass is one complete pass over the store: when it began and ended, the
+// blobs and bytes it hashed and the corrupt copies it found.
+type Pass struct {
+	Start            time.Time `json:"start"`
+	End              time.Time `json:"end"`
+	Copies           int64     `json:"copies"`
+	Bytes            int64     `json:"bytes"`
+	CorruptionsFound int64     `json:"corruptionsFound"`
+}
+
 func (st *state) newPeriod(now time.Time) {
 	*st = state{
-		PeriodStart: now, LastFullPassAt: st.LastFullPassAt,
+		PeriodStart: now, LastFullPassAt: st.LastFullPassAt, LastPass: st.LastPass,
 		CorruptionsFoundTotal: st.CorruptionsFoundTotal, Unreported: st.Unreported,
 	}
 }

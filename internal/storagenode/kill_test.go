@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 // startBinary runs the storage-node binary over dir in the given layout
@@ -23,7 +25,7 @@ import (
 func startBinary(t *testing.T, dir, layout string) (*exec.Cmd, string) {
 	t.Helper()
 	port := freePort(t)
-	var stderr syncBuffer
+	var stderr testenv.SyncBuffer
 	cmd := exec.Command(binary(t))
 	cmd.Env = []string{"SERVER_HOST=127.0.0.1", "SERVER_PORT=" + strconv.Itoa(port), "STORAGE_DATA_DIRECTORY=" + dir,
 		"STORAGE_LAYOUT=" + layout, "STORAGE_VOLUME_SIZE=4MiB", "LOG_LEVEL=warn"}

@@ -2,7 +2,6 @@ package storagenode_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 var (
@@ -66,28 +67,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// syncBuffer is a bytes.Buffer safe to fill from a process's pipe while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitReady waits until the node at base answers ready, showing its log if
 // it never does.
-func waitReady(t *testing.T, base string, log *syncBuffer) {
+func waitReady(t *testing.T, base string, log *testenv.SyncBuffer) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(base + "/health/ready")
@@ -140,7 +122,7 @@ func TestBinaryServesAndStops(t *testing.T) {
 	} {
 		t.Run(tc.level+"/"+tc.format, func(t *testing.T) {
 			port := freePort(t)
-			var stderr syncBuffer
+			var stderr testenv.SyncBuffer
 			cmd := exec.Command(binary(t))
 			cmd.Env = []string{
 				"SERVER_HOST=127.0.0.1",

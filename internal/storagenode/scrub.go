@@ -59,6 +59,10 @@ func (s *Server) scrubStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) scrubWire(ctx context.Context) wire.ScrubStatus {
 	st := s.scrubber.Status(ctx)
+	var last *wire.ScrubPass
+	if p := st.LastPass; p != nil {
+		last = &wire.ScrubPass{StartedAt: p.Start.UTC(), FinishedAt: p.End.UTC(), Copies: p.Copies, Bytes: p.Bytes, CorruptionsFound: p.CorruptionsFound}
+	}
 	return wire.ScrubStatus{
 		NodeID: s.cfg.NodeID,
 		ScrubProgress: wire.ScrubProgress{
@@ -70,6 +74,7 @@ func (s *Server) scrubWire(ctx context.Context) wire.ScrubStatus {
 			Running: st.Running, Behind: st.Behind,
 		},
 		HashedCopies: st.HashedCopies, HashedBytes: st.HashedBytes, ThrottledBytes: st.ThrottledBytes,
+		LastPass: last,
 	}
 }
 

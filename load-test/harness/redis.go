@@ -1,19 +1,18 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/redisx/redisproc"
 )
 
 // redisStartTimeout bounds how long a starting redis-server may take to
@@ -77,8 +76,7 @@ func (r *Redis) start(ctx context.Context) error {
 		return errs.Wrap(errs.Other, err, "open the redis log")
 	}
 	defer logf.Close()
-	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--daemonize", "no")
+	cmd := redisproc.Command(r.bin, r.port, r.dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -87,7 +85,7 @@ func (r *Redis) start(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(redisStartTimeout)
-	for ping(r.addr()) != nil {
+	for redisproc.Ping(r.addr()) != nil {
 		select {
 		case <-done:
 			return errs.E(errs.Unavailable, "redis-server on port %d exited at start (see %s)", r.port, logf.Name())
@@ -135,24 +133,4 @@ func (r *Redis) Restart(ctx context.Context) error {
 // Stop ends the server if it runs.
 func (r *Redis) Stop() {
 	_ = r.Kill()
-}
-
-func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return errs.E(errs.Unavailable, "PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
 }

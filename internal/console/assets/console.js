@@ -475,42 +475,35 @@
 
   // ---- operations -----------------------------------------------------
 
+  // A scrub pass carries its report while it runs: the corrupt copies it
+  // has found so far; other operations have none to show here.
+  function corruptCell(o) {
+    if (o.kind !== 'SCRUB' || !o.report) return h('td', { class: 'num', 'data-field': 'corruptionsFound' }, '—');
+    const n = o.report.corruptionsFound;
+    return h('td', { class: 'num' + (n ? ' error' : ''), 'data-field': 'corruptionsFound' }, num(n) + (o.report.behind ? ' (behind)' : ''));
+  }
+
   function opRow(o) {
     const finished = o.finishedAt ? (new Date(o.finishedAt) - new Date(o.startedAt)) / 1000 : null;
-    return h('tr', { 'data-op': o.id, 'data-kind': o.kind, 'data-state': o.state },
+    return h('tr', { 'data-op': o.id, 'data-kind': o.kind, 'data-state': o.state, 'data-node': o.nodeId || '' },
       h('td', {}, badge(o.kind)), h('td', {}, o.trigger), h('td', {}, o.nodeId || '—'), h('td', {}, badge(o.state)),
       h('td', {}, bar(o.done, o.total, o.state === 'DONE' ? 'ok' : o.state === 'FAILED' ? 'warn' : ''),
         h('div', { class: 'hint' }, num(o.done) + ' / ' + num(o.total))),
       h('td', { class: 'num' }, bytes(o.bytesDone)),
       h('td', { class: 'num' }, bytes(o.bytesPerSecond) + '/s'),
       h('td', { class: 'num' }, o.state === 'RUNNING' ? seconds(o.etaSeconds) : seconds(finished)),
+      corruptCell(o),
       h('td', {}, when(o.state === 'RUNNING' ? o.startedAt : o.finishedAt)));
   }
 
-  async function scrubPanel() {
-    try {
-      const s = await get('/cluster/scrub');
-      return panel('Scrub (this period)', table(['Node', 'State', 'Copies', 'Bytes#', 'Period start', 'Last full pass', 'Corruptions#'],
-        s.nodes.map((n) => h('tr', { 'data-node': n.nodeId, 'data-running': n.running },
-          h('td', {}, n.nodeId), h('td', {}, badge(n.running ? 'RUNNING' : 'IDLE')),
-          h('td', {}, bar(n.copiesScrubbed, n.copiesTotal, 'ok'), h('div', { class: 'hint' }, num(n.copiesScrubbed) + ' / ' + num(n.copiesTotal) + ' copies')),
-          h('td', { class: 'num' }, bytes(n.bytesScrubbed) + ' / ' + bytes(n.bytesTotal)),
-          h('td', {}, when(n.periodStart)), h('td', {}, when(n.lastFullPassAt)),
-          h('td', { class: 'num' + (n.corruptionsFound ? ' error' : ''), 'data-field': 'corruptionsFound' }, num(n.corruptionsFound))))));
-    } catch (e) {
-      if (e.status === 404) return panel('Scrub', h('p', { class: 'notice', id: 'scrub-missing' }, 'scrubber not available on this coordinator'));
-      return panel('Scrub', errorLine(e));
-    }
-  }
-
   async function operations(view) {
-    const [o, scrub] = await Promise.all([get('/cluster/operations'), scrubPanel()]);
-    const head = ['Kind', 'Trigger', 'Node', 'State', 'Progress', 'Moved#', 'Rate#', 'ETA / took#', 'When'];
+    const o = await get('/cluster/operations');
+    const head = ['Kind', 'Trigger', 'Node', 'State', 'Progress', 'Bytes#', 'Rate#', 'ETA / took#', 'Corrupt#', 'When'];
     fill(view, h('h1', {}, 'Operations'),
       panel('Running', o.running.length ? table(head, o.running.map(opRow)) : h('p', { class: 'notice', id: 'none-running' }, 'Nothing is running.')),
       panel('Recent', o.recent.length ? table(head, o.recent.map(opRow)) : h('p', { class: 'notice' }, 'No operation has finished since this coordinator started.')),
-      scrub,
-      h('p', { class: 'hint' }, 'Operations are those this coordinator ran since it started; the latest 100 of each kind are kept.'));
+      h('p', { class: 'hint' }, 'Rebalances, drains and repairs are those this coordinator ran since it started (the latest 100 of each kind). ' +
+        'Scrub passes are each node\'s running pass and its last complete one, as the node reports them; Progress counts copies hashed, Bytes the bytes hashed, Corrupt the copies whose bytes did not match their checksum.'));
   }
 
   // ---- routing --------------------------------------------------------

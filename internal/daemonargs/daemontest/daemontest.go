@@ -12,11 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/testenv"
 )
 
 // Build compiles the main package in the test's working directory into a
@@ -119,27 +120,9 @@ func FreePort(t *testing.T) int {
 // Daemon is a started daemon process.
 type Daemon struct {
 	URL    string
-	stderr lockedBuffer
+	stderr testenv.SyncBuffer // read while the process writes it
 	cmd    *exec.Cmd
 	done   chan struct{}
-}
-
-// lockedBuffer is the process's stderr, read while the process writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Stderr is what the process has written to stderr so far.
@@ -217,4 +200,33 @@ func (d *Daemon) Live() bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// SecondOnOneDirectory describes a daemon's directory-lock check: two runs
+// on one data directory Dir with their environments, and a file of the
+// first run's (Planted, written after it started) that a second run's start
+// would remove if it got as far as tidying the directory.
+type SecondOnOneDirectory struct {
+	// Name is the daemon as its refusal names it ("coordinator").
+	Name                string
+	Dir                 string
+	FirstEnv, SecondEnv []string
+	Planted             string
+}
+
+// CheckSecondOnOneDirectoryStops starts bin on c.Dir, plants c.Planted, and
+// checks that a second start on the same directory exits 1 at once naming
+// the first, leaves the planted file, and that the first goes on serving.
+func CheckSecondOnOneDirectoryStops(t *testing.T, bin string, c SecondOnOneDirectory) {
+	t.Helper()
+	first := Start(t, bin, c.FirstEnv)
+	require.NoError(t, os.MkdirAll(filepath.Dir(c.Planted), 0o750))
+	require.NoError(t, os.WriteFile(c.Planted, []byte("half written"), 0o640))
+
+	second := StartNoWait(t, bin, c.SecondEnv)
+	require.Equal(t, 1, second.Wait(t, 10*time.Second))
+	require.Contains(t, second.Stderr(), fmt.Sprintf("data directory %s is in use: another %s (pid ", c.Dir, c.Name))
+	require.FileExists(t, c.Planted, "the refused %s removed the first one's file", c.Name)
+	require.True(t, first.Live(), "the first %s goes on serving", c.Name)
+	require.False(t, first.Exited())
 }

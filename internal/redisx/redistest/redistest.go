@@ -10,7 +10,6 @@
 package redistest
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net"
@@ -24,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/redisx/redisproc"
 	"github.com/dfs-project/dfs/internal/testenv"
 )
 
@@ -164,9 +164,7 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no")
+	cmd := redisproc.Command(s.bin, s.port, s.dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -192,7 +190,7 @@ func (r *run) awaitReady(addr string) error {
 			return fmt.Errorf("exited at start")
 		default:
 		}
-		if ping(addr) == nil {
+		if redisproc.Ping(addr) == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -205,27 +203,6 @@ func (r *run) awaitReady(addr string) error {
 func (r *run) kill() {
 	_ = r.cmd.Process.Kill()
 	<-r.done
-}
-
-// ping speaks just enough RESP to tell a ready server from anything else.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
 }
 
 func (s *Server) logTail() string {

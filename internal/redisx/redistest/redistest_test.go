@@ -8,18 +8,20 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/redisx/redisproc"
 )
 
 func TestKillRestart(t *testing.T) {
 	s := Start(t)
-	require.NoError(t, ping(s.Addr()))
+	require.NoError(t, redisproc.Ping(s.Addr()))
 	require.Contains(t, s.URL(), s.Addr())
 
 	s.Kill()
-	require.Error(t, ping(s.Addr()), "a killed server does not answer")
+	require.Error(t, redisproc.Ping(s.Addr()), "a killed server does not answer")
 
 	s.Restart()
-	require.NoError(t, ping(s.Addr()), "the restarted server answers on the same address")
+	require.NoError(t, redisproc.Ping(s.Addr()), "the restarted server answers on the same address")
 }
 
 func TestPauseResume(t *testing.T) {
@@ -35,12 +37,12 @@ func TestPauseResume(t *testing.T) {
 	require.Error(t, err, "a paused server answers nothing")
 
 	s.Resume()
-	require.NoError(t, ping(s.Addr()))
+	require.NoError(t, redisproc.Ping(s.Addr()))
 }
 
 func TestTwoServersDoNotShareAPort(t *testing.T) {
 	a, b := Start(t), Start(t)
 	require.NotEqual(t, a.Addr(), b.Addr())
 	a.Kill()
-	require.NoError(t, ping(b.Addr()), "killing one server leaves the other running")
+	require.NoError(t, redisproc.Ping(b.Addr()), "killing one server leaves the other running")
 }

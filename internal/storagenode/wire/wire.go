@@ -132,6 +132,19 @@ type ScrubStatus struct {
 	HashedCopies   int64 `json:"hashedCopies"`
 	HashedBytes    int64 `json:"hashedBytes"`
 	ThrottledBytes int64 `json:"throttledBytes"`
+	// LastPass is the last complete pass, absent before the first; the
+	// coordinator lists it among its operations.
+	LastPass *ScrubPass `json:"lastPass,omitempty"`
+}
+
+// ScrubPass is one complete scrub pass: its span, the blobs and bytes it
+// hashed and the corrupt copies it found.
+type ScrubPass struct {
+	StartedAt        time.Time `json:"startedAt"`
+	FinishedAt       time.Time `json:"finishedAt"`
+	Copies           int64     `json:"copies"`
+	Bytes            int64     `json:"bytes"`
+	CorruptionsFound int64     `json:"corruptionsFound"`
 }
 
 // ScrubProgress is what the coordinator shows of a node's scrubber at GET
