@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // S3 part ETags are MD5 by definition; nothing here relies on it for integrity
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"hash"
 	"io"
@@ -18,33 +19,86 @@ import (
 
 // chunkBuffers lends the buffers chunks are received into and read back
 // from, each ChunkSize bytes (allocChunk: outside the Go heap where it can).
-// It keeps up to keep idle buffers for reuse and frees the others. Every
-// buffer taken must be given back, and nothing may read it after.
+// With a budget (max > 0) at most max buffers exist at once and a taker
+// waits for one to come back when all are lent; without one, it never
+// waits. It keeps up to keep idle buffers for reuse and frees the others.
+// Every buffer taken must be given back, and nothing may read it after.
+//
+// A taker from a budget must never be what a holder of the same budget
+// waits for: a stream's reader keeps one buffer while its chunk writes
+// (which hold theirs and always finish) run, and a completion's read-ahead
+// waits while the buffer being hashed is read out. So a budget can slow a
+// stream down but never stop every holder at once.
 type chunkBuffers struct {
-	size int64
-	free chan *[]byte
-	made atomic.Int64 // buffers allocated so far
+	size    int64
+	keep    int
+	free    chan *[]byte  // idle buffers
+	tokens  chan struct{} // one per buffer in existence; nil without a budget
+	made    atomic.Int64  // buffers allocated so far
+	waiting atomic.Int64  // takers waiting for a buffer now
 }
 
-func newChunkBuffers(size int64, keep int) *chunkBuffers {
-	return &chunkBuffers{size: size, free: make(chan *[]byte, keep)}
+func newChunkBuffers(size int64, keep, max int) *chunkBuffers {
+	c := &chunkBuffers{size: size, keep: keep}
+	if max > 0 {
+		c.keep = min(keep, max)
+		c.tokens = make(chan struct{}, max)
+		// Room for every buffer: a put never blocks.
+		c.free = make(chan *[]byte, max)
+	} else {
+		c.free = make(chan *[]byte, keep)
+	}
+	return c
 }
 
-func (c *chunkBuffers) get() *[]byte {
+func (c *chunkBuffers) alloc() *[]byte {
+	c.made.Add(1)
+	return allocChunk(c.size)
+}
+
+// get lends a buffer, waiting while the budget is spent; it gives up when
+// ctx ends.
+func (c *chunkBuffers) get(ctx context.Context) (*[]byte, error) {
+	if c.tokens == nil {
+		select {
+		case b := <-c.free:
+			return b, nil
+		default:
+			return c.alloc(), nil
+		}
+	}
 	select {
 	case b := <-c.free:
-		return b
+		return b, nil
+	case c.tokens <- struct{}{}:
+		return c.alloc(), nil
 	default:
-		c.made.Add(1)
-		return allocChunk(c.size)
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	select {
+	case b := <-c.free:
+		return b, nil
+	case c.tokens <- struct{}{}:
+		return c.alloc(), nil
+	case <-ctx.Done():
+		return nil, errs.Wrap(errs.Unavailable, ctx.Err(), "wait for a chunk buffer")
 	}
 }
 
+// put gives b back: to a taker waiting for one, to the idle ones kept, or
+// to the system.
 func (c *chunkBuffers) put(b *[]byte) {
-	select {
-	case c.free <- b:
-	default: // enough are kept
-		freeChunk(b)
+	if len(c.free) < c.keep || c.waiting.Load() > 0 {
+		select {
+		case c.free <- b:
+			return
+		default: // without a budget, enough are kept
+		}
+	}
+	freeChunk(b)
+	if c.tokens != nil {
+		<-c.tokens
 	}
 }
 
@@ -54,6 +108,9 @@ type chunked struct {
 	sha256 string
 	md5    string // empty unless asked for
 	chunks int
+	// state is the stream's SHA-256 state before its sum: what a running
+	// hash over this stream and what follows it goes on from.
+	state []byte
 }
 
 // chunkWriter writes one stream as chunks under one parent while the
@@ -123,7 +180,10 @@ func (s *Service) writeChunks(ctx, storeCtx context.Context, parent string, body
 			if err := ctx.Err(); err != nil {
 				return errs.Wrap(errs.Invalid, err, "upload cancelled")
 			}
-			buf := s.chunkBufs.get()
+			buf, err := s.chunkBufs.get(ctx)
+			if err != nil {
+				return errs.Wrap(errs.Invalid, err, "upload cancelled")
+			}
 			n, rerr := fill(body, *buf)
 			if rerr != nil && rerr != io.EOF {
 				s.chunkBufs.put(buf)
@@ -156,6 +216,9 @@ func (s *Service) writeChunks(ctx, storeCtx context.Context, parent string, body
 	if err != nil {
 		s.dropChunks(storeCtx, parent)
 		return chunked{}, err
+	}
+	if out.state, err = sh.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+		return chunked{}, errs.Wrap(errs.Other, err, "save the stream's hash state")
 	}
 	out.sha256 = hex.EncodeToString(sh.Sum(nil))
 	if mh != nil {

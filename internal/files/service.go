@@ -93,6 +93,11 @@ type Options struct {
 	// nodes while the next is received (CHUNK_UPLOAD_CONCURRENCY); with
 	// ChunkSize it bounds the memory one stream holds. 0 means 3.
 	ChunkConcurrency int
+	// ChunkBuffers bounds the ChunkSize buffers that every chunked stream
+	// of the Service together holds (CHUNK_BUFFERS): uploads, session parts,
+	// downloads and completions wait for one when all are lent. 0 means
+	// ChunkConcurrency + 1, one stream's worth.
+	ChunkBuffers int
 	// SessionTTL is how long an upload session lives (UPLOAD_SESSION_TTL);
 	// 0 means 24h.
 	SessionTTL time.Duration
@@ -131,8 +136,16 @@ type Service struct {
 	log      *slog.Logger
 	copySlot chan struct{} // a semaphore bounding replica writes
 	mem      *memorySpool
-	// chunkBufs lends the ChunkSize buffers of chunked streams.
+	// chunkBufs lends the ChunkSize buffers that chunked uploads and parts
+	// are received into and that completions read back into, from one
+	// budget (ChunkBuffers).
 	chunkBufs *chunkBuffers
+	// readBufs lends the buffers of downloads, which are not bounded: a
+	// download's reader may itself be an upload (S3's UploadPartCopy)
+	// waiting for chunkBufs, so the two must not share a budget.
+	readBufs *chunkBuffers
+	// folds hold the running checksums of upload sessions (sessionhash.go).
+	folds sessionFolds
 	// repairs holds the quarantines and rebuilds that downloads hand off,
 	// run by Run.
 	repairs *taskq.Queue
@@ -173,6 +186,9 @@ func New(o Options) (*Service, error) {
 	if o.ChunkConcurrency <= 0 {
 		o.ChunkConcurrency = 3
 	}
+	if o.ChunkBuffers <= 0 {
+		o.ChunkBuffers = o.ChunkConcurrency + 1
+	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 24 * time.Hour
 	}
@@ -194,9 +210,11 @@ func New(o Options) (*Service, error) {
 	return &Service{
 		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
 		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
-		// One stream's worth is kept: the chunks in flight and the one
-		// being received.
-		chunkBufs: newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1),
+		// Idle, one stream's worth is kept: the chunks in flight and the
+		// one being received.
+		chunkBufs: newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1, o.ChunkBuffers),
+		readBufs:  newChunkBuffers(o.ChunkSize, 2, 0),
+		folds:     sessionFolds{m: map[string]*fold{}},
 		repairs:   taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
 }

@@ -46,7 +46,7 @@ type Part struct {
 	Number    int       `json:"partNumber"`
 	SizeBytes int64     `json:"sizeBytes"`
 	SHA256    string    `json:"checksum"`
-	MD5       string    `json:"md5"`
+	MD5       string    `json:"md5,omitempty"` // empty when skipped (PartOptions)
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -136,27 +136,45 @@ func (s *Service) ListSessions(ctx context.Context, after string, limit int) ([]
 	return out, nil
 }
 
-// PutPart stores one part (streamed: its chunks go to nodes while it is
+// PartOptions are a part's options.
+type PartOptions struct {
+	// SkipMD5 leaves the part's MD5 out (Part.MD5 empty): S3 needs it for
+	// its ETags, a REST client rarely does, and it costs a hash pass.
+	SkipMD5 bool
+}
+
+// PutPart stores one part with its MD5 (PutPartWith).
+func (s *Service) PutPart(ctx context.Context, sessionID string, number int, body io.Reader, size int64) (Part, error) {
+	return s.PutPartWith(ctx, sessionID, number, body, size, PartOptions{})
+}
+
+// PutPartWith stores one part (streamed: its chunks go to nodes while it is
 // received); a part with the same number replaces the earlier one, whose
 // chunks are then deleted. size is the part's length when known, -1 when
 // not.
-func (s *Service) PutPart(ctx context.Context, sessionID string, number int, body io.Reader, size int64) (Part, error) {
+func (s *Service) PutPartWith(ctx context.Context, sessionID string, number int, body io.Reader, size int64, opt PartOptions) (Part, error) {
 	if number < 1 || number > MaxPartNumber {
 		return Part{}, errs.E(errs.Invalid, "part number %d is outside 1..%d", number, MaxPartNumber)
 	}
 	if size > MaxPartSize {
 		return Part{}, errs.E(errs.TooLarge, "a part is at most %d bytes", int64(MaxPartSize))
 	}
-	if _, _, err := s.liveSession(ctx, sessionID); err != nil {
+	u, _, err := s.liveSession(ctx, sessionID)
+	if err != nil {
 		return Part{}, err
 	}
 	if s.opt.Cluster.Ring().Len() == 0 {
 		return Part{}, noHealthyNodes()
 	}
-	p, err := s.putPart(ctx, sessionID, number, body, size, MaxPartSize, true)
+	p, state, err := s.putPart(ctx, sessionID, number, body, size, MaxPartSize, !opt.SkipMD5)
 	if err != nil {
 		return Part{}, err
 	}
+	if number == 1 {
+		// Part 1's own hash is where the file's begins: no read-back.
+		s.seedFold(sessionID, u.ExpiresAt, p.PartID, state)
+	}
+	s.kickFold(sessionID, u.ExpiresAt)
 	return Part{Number: p.Number, SizeBytes: p.SizeBytes, SHA256: p.SHA256, MD5: p.MD5, CreatedAt: p.CreatedAt}, nil
 }
 
@@ -164,39 +182,40 @@ func (s *Service) PutPart(ctx context.Context, sessionID string, number int, bod
 // finishes the attempt, replacing earlier ones. Store writes run detached
 // from ctx (the client's request), so that a client that hangs up leaves
 // nothing half-recorded; reading the body still stops with it.
-func (s *Service) putPart(ctx context.Context, sessionID string, number int, body io.Reader, announced, limit int64, withMD5 bool) (meta.UploadPart, error) {
+// It also returns the part's SHA-256 state (chunked.state).
+func (s *Service) putPart(ctx context.Context, sessionID string, number int, body io.Reader, announced, limit int64, withMD5 bool) (meta.UploadPart, []byte, error) {
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uploadTimeout)
 	defer cancel()
 	p := meta.UploadPart{PartID: uuid.NewString(), SessionID: sessionID, Number: number}
 	if err := s.opt.Store.BeginPart(storeCtx, &p); err != nil {
-		return p, err
+		return p, nil, err
 	}
 	s.log.Info("part started", "session", sessionID, "part", number, "attempt", p.PartID)
 	sum, err := s.writeChunks(ctx, storeCtx, p.PartID, body, limit, withMD5)
 	if err != nil {
 		s.log.Warn("part failed; its chunks are removed", "session", sessionID, "part", number, "err", err)
-		return p, err
+		return p, nil, err
 	}
 	if sum.size == 0 {
-		return p, errs.E(errs.Invalid, "part %d is empty: a part has at least one byte", number)
+		return p, nil, errs.E(errs.Invalid, "part %d is empty: a part has at least one byte", number)
 	}
 	if announced >= 0 && sum.size != announced {
 		s.dropChunks(storeCtx, p.PartID)
-		return p, errs.E(errs.Invalid, "part %d has %d bytes, not the %d announced", number, sum.size, announced)
+		return p, nil, errs.E(errs.Invalid, "part %d has %d bytes, not the %d announced", number, sum.size, announced)
 	}
 	p.SizeBytes, p.SHA256, p.MD5 = sum.size, sum.sha256, sum.md5
 	dropped, err := s.opt.Store.FinishPart(storeCtx, &p)
 	if err != nil {
 		s.dropChunks(storeCtx, p.PartID)
 		if errs.Is(err, errs.NotFound) {
-			return p, uploadNotFound(sessionID)
+			return p, nil, uploadNotFound(sessionID)
 		}
-		return p, err
+		return p, nil, err
 	}
 	s.removeBlobs(dropped)
 	s.log.Info("part stored", "session", sessionID, "part", number, "bytes", sum.size, "chunks", sum.chunks,
 		"replaced_chunks", len(dropped))
-	return p, nil
+	return p, sum.state, nil
 }
 
 // CompleteSession makes the listed parts (in increasing order; nil means
@@ -238,9 +257,7 @@ func (s *Service) complete(ctx context.Context, sessionID string, parts []int, w
 	}
 	sum := chosen[0].SHA256
 	if len(chosen) > 1 {
-		// The file's SHA-256 cannot be made of its parts' own: read the
-		// chunks back once, verified, and hash them in order.
-		if sum, err = s.hashChunks(ctx, chunks); err != nil {
+		if sum, err = s.sessionSum(ctx, sessionID, chosen); err != nil {
 			return meta.FileRecord{}, errs.Wrap(errs.KindOf(err), err, "hash the parts of upload session %s", sessionID)
 		}
 	}
@@ -262,11 +279,35 @@ func (s *Service) complete(ctx context.Context, sessionID string, parts []int, w
 	if err != nil {
 		return meta.FileRecord{}, err
 	}
+	s.dropFold(sessionID)
 	s.removeBlobs(dropped)
 	s.opt.Events.Uploaded(rec.Status, rec.SizeBytes)
 	s.log.Info("upload session completed", "session", sessionID, "file", id, "parts", len(chosen), "chunks", len(chunks),
 		"bytes", size, "status", status, "reason", reason, "dropped_chunks", len(dropped))
 	return s.withChunks(ctx, rec)
+}
+
+// sessionSum is the SHA-256 of the chosen parts end to end: the file's
+// SHA-256 cannot be made of the parts' own, so what the session's fold has
+// not covered is read back, verified, and hashed in order after it.
+func (s *Service) sessionSum(ctx context.Context, sessionID string, chosen []meta.UploadPart) (string, error) {
+	h, covered, release := s.partsHash(sessionID, chosen)
+	defer release()
+	var rest []meta.FileRecord
+	for _, p := range chosen[covered:] {
+		cs, err := s.opt.Store.ChunksOf(ctx, p.PartID)
+		if err != nil {
+			return "", err
+		}
+		rest = append(rest, cs...)
+	}
+	if len(rest) > 0 {
+		if err := s.hashInto(ctx, h, rest); err != nil {
+			return "", err
+		}
+	}
+	s.log.Info("session checksum", "session", sessionID, "parts", len(chosen), "folded_while_receiving", covered)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // chooseParts picks the finished parts a completion names.
@@ -311,6 +352,7 @@ func (s *Service) AbortSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
+	s.dropFold(sessionID)
 	s.removeBlobs(dropped)
 	s.log.Info("upload session aborted", "session", sessionID, "chunks_removed", len(dropped))
 	return nil
@@ -329,6 +371,7 @@ func (s *Service) ExpireSessions(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return n, err
 		}
+		s.dropFold(id)
 		s.removeBlobs(dropped)
 		n++
 		s.log.Info("expired upload session removed", "session", id, "chunks_removed", len(dropped))
@@ -348,7 +391,7 @@ func (s *Service) uploadChunked(ctx context.Context, req UploadRequest, body io.
 			s.log.Warn("could not abort the session of a failed upload; its expiry removes it", "session", sess.ID, "err", err)
 		}
 	}
-	p, err := s.putPart(ctx, sess.ID, 1, body, -1, s.opt.MaxFileSize, false)
+	p, _, err := s.putPart(ctx, sess.ID, 1, body, -1, s.opt.MaxFileSize, false)
 	if err != nil {
 		abort()
 		return UploadResult{}, err
