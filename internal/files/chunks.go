@@ -19,9 +19,9 @@ import (
 
 // chunkBuffers lends the buffers chunks are received into and read back
 // from, each ChunkSize bytes (allocChunk: outside the Go heap where it can).
-// With a budget (max > 0) at most max buffers exist at once and a taker
-// waits for one to come back when all are lent; without one, it never
-// waits. It keeps up to keep idle buffers for reuse and frees the others.
+// At most max buffers exist at once and a taker waits for one to come back
+// when all are lent; the pool unbudgeted returns never waits. It keeps up
+// to keep idle buffers for reuse and frees the others.
 // Every buffer taken must be given back, and nothing may read it after.
 //
 // A taker from a budget must never be what a holder of the same budget
@@ -33,22 +33,50 @@ type chunkBuffers struct {
 	size    int64
 	keep    int
 	free    chan *[]byte  // idle buffers
-	tokens  chan struct{} // one per buffer in existence; nil without a budget
+	tokens  chan struct{} // one per buffer of the budget in existence
 	made    atomic.Int64  // buffers allocated so far
 	waiting atomic.Int64  // takers waiting for a buffer now
+	// idle, for a pool without a budget, is the budgeted pool whose idle
+	// buffers it borrows and gives back to, so that the two together
+	// keep no more idle buffers than that one's budget allows.
+	idle *chunkBuffers
 }
 
 func newChunkBuffers(size int64, keep, max int) *chunkBuffers {
-	c := &chunkBuffers{size: size, keep: keep}
-	if max > 0 {
-		c.keep = min(keep, max)
-		c.tokens = make(chan struct{}, max)
-		// Room for every buffer: a put never blocks.
-		c.free = make(chan *[]byte, max)
-	} else {
-		c.free = make(chan *[]byte, keep)
+	return &chunkBuffers{size: size, keep: min(keep, max), tokens: make(chan struct{}, max),
+		free: make(chan *[]byte, max)} // room for every buffer: a put never blocks
+}
+
+// unbudgeted returns a pool of c's size that never waits: it lends c's
+// idle buffers when there are any (they leave c's budget while lent) and
+// gives buffers back to c's idle ones while c's budget has room.
+func (c *chunkBuffers) unbudgeted() *chunkBuffers {
+	return &chunkBuffers{size: c.size, idle: c}
+}
+
+// takeIdle lends an idle buffer out of the budget, if there is one.
+func (c *chunkBuffers) takeIdle() (*[]byte, bool) {
+	select {
+	case b := <-c.free:
+		<-c.tokens
+		return b, true
+	default:
+		return nil, false
 	}
-	return c
+}
+
+// keepIdle takes b into the budget as an idle buffer, if there is room.
+func (c *chunkBuffers) keepIdle(b *[]byte) bool {
+	if len(c.free) >= c.keep && c.waiting.Load() == 0 {
+		return false
+	}
+	select {
+	case c.tokens <- struct{}{}:
+		c.free <- b
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *chunkBuffers) alloc() *[]byte {
@@ -59,13 +87,11 @@ func (c *chunkBuffers) alloc() *[]byte {
 // get lends a buffer, waiting while the budget is spent; it gives up when
 // ctx ends.
 func (c *chunkBuffers) get(ctx context.Context) (*[]byte, error) {
-	if c.tokens == nil {
-		select {
-		case b := <-c.free:
+	if c.idle != nil {
+		if b, ok := c.idle.takeIdle(); ok {
 			return b, nil
-		default:
-			return c.alloc(), nil
 		}
+		return c.alloc(), nil
 	}
 	select {
 	case b := <-c.free:
@@ -89,17 +115,18 @@ func (c *chunkBuffers) get(ctx context.Context) (*[]byte, error) {
 // put gives b back: to a taker waiting for one, to the idle ones kept, or
 // to the system.
 func (c *chunkBuffers) put(b *[]byte) {
-	if len(c.free) < c.keep || c.waiting.Load() > 0 {
-		select {
-		case c.free <- b:
-			return
-		default: // without a budget, enough are kept
+	if c.idle != nil {
+		if !c.idle.keepIdle(b) {
+			freeChunk(b)
 		}
+		return
+	}
+	if len(c.free) < c.keep || c.waiting.Load() > 0 {
+		c.free <- b
+		return
 	}
 	freeChunk(b)
-	if c.tokens != nil {
-		<-c.tokens
-	}
+	<-c.tokens
 }
 
 // chunked is what writeChunks stored: the stream's size and checksums.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/byterange"
@@ -142,10 +143,14 @@ type Service struct {
 	chunkBufs *chunkBuffers
 	// readBufs lends the buffers of downloads, which are not bounded: a
 	// download's reader may itself be an upload (S3's UploadPartCopy)
-	// waiting for chunkBufs, so the two must not share a budget.
+	// waiting for chunkBufs, so a download must not hold that budget. It
+	// shares chunkBufs' idle buffers.
 	readBufs *chunkBuffers
 	// folds hold the running checksums of upload sessions (sessionhash.go).
 	folds sessionFolds
+	// keys are the Idempotency-Keys of the chunked uploads running here.
+	keysMu sync.Mutex
+	keys   map[string]struct{}
 	// repairs holds the quarantines and rebuilds that downloads hand off,
 	// run by Run.
 	repairs *taskq.Queue
@@ -207,15 +212,18 @@ func New(o Options) (*Service, error) {
 	if o.MemorySpoolMax < 0 || o.MemorySpoolLimit < 0 {
 		return nil, errs.E(errs.Invalid, "files: memory spool sizes must not be negative")
 	}
+	chunkBufs := newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1, o.ChunkBuffers)
 	return &Service{
 		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
 		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
 		// Idle, one stream's worth is kept: the chunks in flight and the
 		// one being received.
-		chunkBufs: newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1, o.ChunkBuffers),
-		readBufs:  newChunkBuffers(o.ChunkSize, 2, 0),
-		folds:     sessionFolds{m: map[string]*fold{}},
-		repairs:   taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
+		chunkBufs: chunkBufs,
+		readBufs:  chunkBufs.unbudgeted(),
+
+		folds:   sessionFolds{m: map[string]*fold{}},
+		keys:    map[string]struct{}{},
+		repairs: taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
 }
 

@@ -406,3 +406,74 @@ func (s *Service) uploadChunked(ctx context.Context, req UploadRequest, body io.
 	}
 	return ResultOf(rec), nil
 }
+
+// claimKey checks the Idempotency-Key of an upload that is to be stored as
+// chunks before the rest of its body is read, since the completion's check
+// would come only after all of it had been streamed: a key whose file exists
+// answers the replay at once when the body's first chunk (sp) matches that
+// file's first chunk, and a conflict when it does not or when the file is
+// gone; a key whose chunked upload is running on this coordinator is a
+// conflict. done says the answer is (res, err); otherwise the caller holds
+// the key until it calls release. Another coordinator's upload in flight
+// with the same key is caught by the completion's check, as before.
+func (s *Service) claimKey(ctx context.Context, key string, sp *spooled) (release func(), res UploadResult, done bool, err error) {
+	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
+	switch {
+	case err == nil:
+		res, err := s.earlyReplay(ctx, prev, sp)
+		return nil, res, true, err
+	case !errs.Is(err, errs.NotFound):
+		return nil, UploadResult{}, true, err
+	}
+	s.keysMu.Lock()
+	defer s.keysMu.Unlock()
+	if _, busy := s.keys[key]; busy {
+		return nil, UploadResult{}, true, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+	}
+	s.keys[key] = struct{}{}
+	return func() {
+		s.keysMu.Lock()
+		delete(s.keys, key)
+		s.keysMu.Unlock()
+	}, UploadResult{}, false, nil
+}
+
+// earlyReplay answers a chunked upload whose Idempotency-Key names prev
+// from the first chunk of its body alone.
+func (s *Service) earlyReplay(ctx context.Context, prev meta.FileRecord, sp *spooled) (UploadResult, error) {
+	switch {
+	case prev.Status == meta.FilePending:
+		return UploadResult{}, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+	case prev.Status == meta.FileDeleted:
+		return UploadResult{}, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
+	}
+	same := false
+	if prev.Manifest() {
+		chunks, err := s.opt.Store.ChunksOf(ctx, prev.ID)
+		if err != nil {
+			return UploadResult{}, err
+		}
+		// The body has more than a chunk, so its first ChunkSize bytes are
+		// a whole first chunk when the earlier file was cut the same way.
+		first := sp.size - 1
+		if len(chunks) > 0 && chunks[0].SizeBytes == first {
+			same = sp.prefixSum(first) == chunks[0].Checksum
+		}
+	}
+	if !same {
+		return UploadResult{}, errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
+	}
+	s.log.Info("upload replayed before its body was streamed", "file", prev.ID, "key", prev.IdempotencyKey)
+	res := ResultOf(prev)
+	res.Replayed = true
+	return res, nil
+}
+
+// prefixSum is the SHA-256 of the first n bytes held.
+func (sp *spooled) prefixSum(n int64) string {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(sp.reader(), n)); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
