@@ -36,6 +36,9 @@ type chunkBuffers struct {
 	tokens  chan struct{} // one per buffer of the budget in existence
 	made    atomic.Int64  // buffers allocated so far
 	waiting atomic.Int64  // takers waiting for a buffer now
+	// live counts the budget's buffers in existence, apart from tokens,
+	// and peak its highest value: what tests check the budget against.
+	live, peak atomic.Int64
 	// idle, for a pool without a budget, is the budgeted pool whose idle
 	// buffers it borrows and gives back to, so that the two together
 	// keep no more idle buffers than that one's budget allows.
@@ -54,11 +57,26 @@ func (c *chunkBuffers) unbudgeted() *chunkBuffers {
 	return &chunkBuffers{size: c.size, idle: c}
 }
 
+// counted adds d to the budget's live buffers.
+func (c *chunkBuffers) counted(d int64) {
+	if c.idle != nil {
+		return
+	}
+	n := c.live.Add(d)
+	for {
+		p := c.peak.Load()
+		if n <= p || c.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
 // takeIdle lends an idle buffer out of the budget, if there is one.
 func (c *chunkBuffers) takeIdle() (*[]byte, bool) {
 	select {
 	case b := <-c.free:
 		<-c.tokens
+		c.counted(-1)
 		return b, true
 	default:
 		return nil, false
@@ -72,6 +90,7 @@ func (c *chunkBuffers) keepIdle(b *[]byte) bool {
 	}
 	select {
 	case c.tokens <- struct{}{}:
+		c.counted(1)
 		c.free <- b
 		return true
 	default:
@@ -81,6 +100,7 @@ func (c *chunkBuffers) keepIdle(b *[]byte) bool {
 
 func (c *chunkBuffers) alloc() *[]byte {
 	c.made.Add(1)
+	c.counted(1)
 	return allocChunk(c.size)
 }
 
@@ -126,6 +146,7 @@ func (c *chunkBuffers) put(b *[]byte) {
 		return
 	}
 	freeChunk(b)
+	c.counted(-1)
 	<-c.tokens
 }
 
