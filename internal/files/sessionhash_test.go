@@ -183,3 +183,65 @@ func TestChunkBuffersBoundEveryPartInFlight(t *testing.T) {
 		require.LessOrEqual(t, int(s.chunkBufs.peak.Load()), budget, "never more than CHUNK_BUFFERS buffers at once")
 	}
 }
+
+// failAfter yields data, then fails: a body that must not be read to its end.
+type failAfter struct {
+	r    *bytes.Reader
+	read int
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	f.read += n
+	if err != nil {
+		return n, errs.E(errs.Invalid, "the body was read to its end")
+	}
+	return n, nil
+}
+
+func TestChunkedIdempotencyKeyIsCheckedBeforeTheBodyStreams(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	nodes.quiet = true
+	s, _ := chunkedService(t, nodes, ids, nil)
+	ctx := context.Background()
+	data := randomBytes(t, 20*testChunk+3)
+	first, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(data), IdempotencyKey: "big-1"})
+	require.NoError(t, err)
+	require.False(t, first.Replayed)
+
+	// The same key and bytes: answered after one chunk and a byte.
+	body := &failAfter{r: bytes.NewReader(data)}
+	again, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: body, IdempotencyKey: "big-1"})
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	require.Equal(t, first.FileID, again.FileID)
+	require.LessOrEqual(t, body.read, testChunk+1+64<<10, "at most the first chunk (and what a read brings with it) was read")
+
+	// Other bytes under that key: a conflict, found as early.
+	other := slices.Clone(data)
+	other[10]++
+	body = &failAfter{r: bytes.NewReader(other)}
+	_, err = s.Upload(ctx, UploadRequest{FileName: "big", Body: body, IdempotencyKey: "big-1"})
+	require.True(t, errs.Is(err, errs.Conflict), "%v", err)
+	require.Contains(t, err.Error(), "different content")
+
+	// A chunked upload with a new key in flight: a second one with that key
+	// is a conflict at once, and the key is free again after the first.
+	nodes.gate = make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(data), IdempotencyKey: "big-2"})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return nodes.inFlight.Load() > 0 }, 5*time.Second, time.Millisecond)
+	body = &failAfter{r: bytes.NewReader(data)}
+	_, err = s.Upload(ctx, UploadRequest{FileName: "big", Body: body, IdempotencyKey: "big-2"})
+	require.True(t, errs.Is(err, errs.Conflict), "%v", err)
+	require.Contains(t, err.Error(), "still in progress")
+	close(nodes.gate)
+	require.NoError(t, <-done)
+	res, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(data), IdempotencyKey: "big-2"})
+	require.NoError(t, err)
+	require.True(t, res.Replayed)
+}
