@@ -116,7 +116,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		APIAuth:                     l.OneOf("API_AUTH", "keys", "keys", "open"),
 		ChunkSize:                   l.Size("CHUNK_SIZE", 8<<20),
 		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
-		ChunkBuffers:                l.Int("CHUNK_BUFFERS", 4, 1, 1024),
+		ChunkBuffers:                l.Int("CHUNK_BUFFERS", 3, 1, 1024),
 		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
 	}
 	// The probe timeout defaults to a fraction of the interval so a sweep ends

@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		AntiEntropyInterval: 10 * time.Minute, AntiEntropyRate: 2000, AntiEntropyOrphanGrace: 30 * time.Minute,
 		ReplicaWriteConcurrency: 64, LocalCacheEntries: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
 		S3Region: "us-east-1", APIAuth: "keys",
-		ChunkSize: 8 << 20, ChunkUploadConcurrency: 3, ChunkBuffers: 4, UploadSessionTTL: 24 * time.Hour,
+		ChunkSize: 8 << 20, ChunkUploadConcurrency: 3, ChunkBuffers: 3, UploadSessionTTL: 24 * time.Hour,
 	}, c)
 	require.Equal(t, ":8080", c.Addr())
 }
