@@ -35,6 +35,13 @@ type fold struct {
 	mu      sync.Mutex
 	parts   []foldedPart // parts 1..len, in order
 	expires time.Time
+	// heard is the attempt of each part number that finished last on this
+	// coordinator. The fold follows it, not the store (whose session
+	// answer lists every part, a cost per part that grows with the
+	// session); a part replaced through another coordinator leaves a
+	// state that the completion, which matches attempts against the
+	// store, does not use.
+	heard map[int]string
 
 	// Guarded by sessionFolds.mu.
 	running, again, gone bool
@@ -53,9 +60,10 @@ func (s *Service) seedFold(sessionID string, expires time.Time, partID string, s
 	sf.mu.Lock()
 	f := sf.m[sessionID]
 	if f == nil {
-		f = &fold{expires: expires}
+		f = &fold{expires: expires, heard: map[int]string{}}
 		sf.m[sessionID] = f
 	}
+	f.heard[1] = partID
 	sf.mu.Unlock()
 	if !f.mu.TryLock() {
 		return // the fold is reading a part: it reads part 1 back itself
@@ -68,7 +76,7 @@ func (s *Service) seedFold(sessionID string, expires time.Time, partID string, s
 
 // kickFold has the session's fold take in the parts that have finished, in
 // the background; a fold already running looks again when it is done.
-func (s *Service) kickFold(sessionID string, expires time.Time) {
+func (s *Service) kickFold(sessionID string, expires time.Time, number int, partID string) {
 	sf := &s.folds
 	sf.mu.Lock()
 	now := s.opt.Now()
@@ -80,9 +88,10 @@ func (s *Service) kickFold(sessionID string, expires time.Time) {
 	}
 	f := sf.m[sessionID]
 	if f == nil {
-		f = &fold{expires: expires}
+		f = &fold{expires: expires, heard: map[int]string{}}
 		sf.m[sessionID] = f
 	}
+	f.heard[number] = partID
 	if f.running {
 		f.again = true
 		sf.mu.Unlock()
@@ -146,26 +155,19 @@ func (s *Service) foldParts(sessionID string, f *fold) {
 // did. It first drops the states of parts replaced since they were folded.
 func (s *Service) foldNext(ctx context.Context, sessionID string, f *fold) bool {
 	s.folds.mu.Lock()
-	gone := f.gone
-	s.folds.mu.Unlock()
-	if gone {
+	if f.gone {
+		s.folds.mu.Unlock()
 		return false
-	}
-	_, received, err := s.opt.Store.GetSession(ctx, sessionID)
-	if err != nil {
-		return false
-	}
-	byNumber := make(map[int]meta.UploadPart, len(received))
-	for _, p := range received {
-		byNumber[p.Number] = p
 	}
 	for i, fp := range f.parts {
-		if byNumber[fp.number].PartID != fp.partID {
+		if f.heard[fp.number] != fp.partID {
 			f.parts = f.parts[:i]
 			break
 		}
 	}
-	next, ok := byNumber[len(f.parts)+1]
+	number := len(f.parts) + 1
+	partID, ok := f.heard[number]
+	s.folds.mu.Unlock()
 	if !ok {
 		return false
 	}
@@ -175,19 +177,19 @@ func (s *Service) foldNext(ctx context.Context, sessionID string, f *fold) bool 
 			return false
 		}
 	}
-	chunks, err := s.opt.Store.ChunksOf(ctx, next.PartID)
+	chunks, err := s.opt.Store.ChunksOf(ctx, partID)
 	if err != nil || len(chunks) == 0 {
 		return false
 	}
 	if err := s.hashInto(ctx, h, chunks); err != nil {
-		s.log.Debug("a part could not be folded into its session's checksum yet; the completion reads it back", "session", sessionID, "part", next.Number, "err", err)
+		s.log.Debug("a part could not be folded into its session's checksum yet; the completion reads it back", "session", sessionID, "part", number, "err", err)
 		return false
 	}
 	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return false
 	}
-	f.parts = append(f.parts, foldedPart{number: next.Number, partID: next.PartID, state: state})
+	f.parts = append(f.parts, foldedPart{number: number, partID: partID, state: state})
 	return true
 }
 

@@ -174,7 +174,7 @@ func (s *Service) PutPartWith(ctx context.Context, sessionID string, number int,
 		// Part 1's own hash is where the file's begins: no read-back.
 		s.seedFold(sessionID, u.ExpiresAt, p.PartID, state)
 	}
-	s.kickFold(sessionID, u.ExpiresAt)
+	s.kickFold(sessionID, u.ExpiresAt, number, p.PartID)
 	return Part{Number: p.Number, SizeBytes: p.SizeBytes, SHA256: p.SHA256, MD5: p.MD5, CreatedAt: p.CreatedAt}, nil
 }
 
