@@ -411,8 +411,8 @@ func (s *Service) uploadChunked(ctx context.Context, req UploadRequest, body io.
 // chunks before the rest of its body is read, since the completion's check
 // would come only after all of it had been streamed: a key whose file exists
 // answers the replay at once when the body's first chunk (sp) matches that
-// file's first chunk, and a conflict when it does not or when the file is
-// gone; a key whose chunked upload is running on this coordinator is a
+// file's first chunk, and a conflict when it does not (both cut at the same
+// size; otherwise the completion decides) or when the file is gone; a key whose chunked upload is running on this coordinator is a
 // conflict. done says the answer is (res, err); otherwise the caller holds
 // the key until it calls release. Another coordinator's upload in flight
 // with the same key is caught by the completion's check, as before.
@@ -420,8 +420,12 @@ func (s *Service) claimKey(ctx context.Context, key string, sp *spooled) (releas
 	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
 	switch {
 	case err == nil:
-		res, err := s.earlyReplay(ctx, prev, sp)
-		return nil, res, true, err
+		res, decided, err := s.earlyReplay(ctx, prev, sp)
+		if decided || err != nil {
+			return nil, res, true, err
+		}
+		// Not comparable early: the completion's check decides, as before.
+		return func() {}, UploadResult{}, false, nil
 	case !errs.Is(err, errs.NotFound):
 		return nil, UploadResult{}, true, err
 	}
@@ -439,34 +443,35 @@ func (s *Service) claimKey(ctx context.Context, key string, sp *spooled) (releas
 }
 
 // earlyReplay answers a chunked upload whose Idempotency-Key names prev
-// from the first chunk of its body alone.
-func (s *Service) earlyReplay(ctx context.Context, prev meta.FileRecord, sp *spooled) (UploadResult, error) {
+// from the first chunk of its body alone. It decides nothing when prev was
+// not cut into chunks of the size this body's first one has (CHUNK_SIZE
+// changed since): the body must then be read to be compared.
+func (s *Service) earlyReplay(ctx context.Context, prev meta.FileRecord, sp *spooled) (UploadResult, bool, error) {
 	switch {
 	case prev.Status == meta.FilePending:
-		return UploadResult{}, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+		return UploadResult{}, true, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
 	case prev.Status == meta.FileDeleted:
-		return UploadResult{}, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
+		return UploadResult{}, true, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
+	case !prev.Manifest():
+		return UploadResult{}, false, nil
 	}
-	same := false
-	if prev.Manifest() {
-		chunks, err := s.opt.Store.ChunksOf(ctx, prev.ID)
-		if err != nil {
-			return UploadResult{}, err
-		}
-		// The body has more than a chunk, so its first ChunkSize bytes are
-		// a whole first chunk when the earlier file was cut the same way.
-		first := sp.size - 1
-		if len(chunks) > 0 && chunks[0].SizeBytes == first {
-			same = sp.prefixSum(first) == chunks[0].Checksum
-		}
+	chunks, err := s.opt.Store.ChunksOf(ctx, prev.ID)
+	if err != nil {
+		return UploadResult{}, true, err
 	}
-	if !same {
-		return UploadResult{}, errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
+	// The body has more than a chunk: its first ChunkSize bytes are a
+	// whole first chunk when the earlier file was cut the same way.
+	first := sp.size - 1
+	if len(chunks) == 0 || chunks[0].SizeBytes != first {
+		return UploadResult{}, false, nil
+	}
+	if sp.prefixSum(first) != chunks[0].Checksum {
+		return UploadResult{}, true, errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
 	}
 	s.log.Info("upload replayed before its body was streamed", "file", prev.ID, "key", prev.IdempotencyKey)
 	res := ResultOf(prev)
 	res.Replayed = true
-	return res, nil
+	return res, true, nil
 }
 
 // prefixSum is the SHA-256 of the first n bytes held.
