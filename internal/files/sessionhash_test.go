@@ -210,21 +210,36 @@ func TestChunkedIdempotencyKeyIsCheckedBeforeTheBodyStreams(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, first.Replayed)
 
-	// The same key and bytes: answered after one chunk and a byte.
-	body := &failAfter{r: bytes.NewReader(data)}
-	again, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: body, IdempotencyKey: "big-1"})
+	// The same key and bytes: the body is read and hashed, nothing is
+	// written to a node, and the first upload's result is the answer.
+	puts := nodes.puts.Load()
+	again, err := s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(data), IdempotencyKey: "big-1"})
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
 	require.Equal(t, first.FileID, again.FileID)
-	require.LessOrEqual(t, body.read, testChunk+1+64<<10, "at most the first chunk (and what a read brings with it) was read")
+	require.Equal(t, puts, nodes.puts.Load(), "a replay stores nothing")
 
-	// Other bytes under that key: a conflict, found as early.
+	// A first chunk other than the file's: a conflict found before the rest
+	// of the body is read.
 	other := slices.Clone(data)
 	other[10]++
-	body = &failAfter{r: bytes.NewReader(other)}
+	body := &failAfter{r: bytes.NewReader(other)}
 	_, err = s.Upload(ctx, UploadRequest{FileName: "big", Body: body, IdempotencyKey: "big-1"})
 	require.True(t, errs.Is(err, errs.Conflict), "%v", err)
 	require.Contains(t, err.Error(), "different content")
+	require.LessOrEqual(t, body.read, testChunk+1+64<<10, "at most the first chunk (and what a read brings with it) was read")
+
+	// The same first chunk and size, another last byte: still a conflict,
+	// and nothing stored.
+	tail := slices.Clone(data)
+	tail[len(tail)-1]++
+	_, err = s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(tail), IdempotencyKey: "big-1"})
+	require.True(t, errs.Is(err, errs.Conflict), "%v", err)
+	require.Contains(t, err.Error(), "different content")
+	// And a longer body that starts with the same bytes.
+	_, err = s.Upload(ctx, UploadRequest{FileName: "big", Body: bytes.NewReader(append(slices.Clone(data), 'x')), IdempotencyKey: "big-1"})
+	require.True(t, errs.Is(err, errs.Conflict), "%v", err)
+	require.Equal(t, puts, nodes.puts.Load(), "a conflict stores nothing")
 
 	// A chunked upload with a new key in flight: a second one with that key
 	// is a conflict at once, and the key is free again after the first.

@@ -408,24 +408,22 @@ func (s *Service) uploadChunked(ctx context.Context, req UploadRequest, body io.
 }
 
 // claimKey checks the Idempotency-Key of an upload that is to be stored as
-// chunks before the rest of its body is read, since the completion's check
-// would come only after all of it had been streamed: a key whose file exists
-// answers the replay at once when the body's first chunk (sp) matches that
-// file's first chunk, and a conflict when it does not (both cut at the same
-// size; otherwise the completion decides) or when the file is gone; a key whose chunked upload is running on this coordinator is a
-// conflict. done says the answer is (res, err); otherwise the caller holds
-// the key until it calls release. Another coordinator's upload in flight
-// with the same key is caught by the completion's check, as before.
-func (s *Service) claimKey(ctx context.Context, key string, sp *spooled) (release func(), res UploadResult, done bool, err error) {
+// chunks before any of it goes to a node, since the completion's check would
+// come only after all of it had been stored. sp holds the body's first chunk
+// and a byte, rest the remainder. A key whose file exists is decided here:
+// the body is hashed (and nothing stored) and answers the replay when its
+// SHA-256 and size are the file's, a conflict otherwise; a first chunk that
+// differs from the file's first chunk is a conflict without reading further.
+// A key whose upload is running on this coordinator is a conflict. done says
+// the answer is (res, err); otherwise the caller holds the key until it calls
+// release. Another coordinator's upload in flight with the same key is
+// caught by the completion's check, as before.
+func (s *Service) claimKey(ctx context.Context, key string, sp *spooled, rest io.Reader) (release func(), res UploadResult, done bool, err error) {
 	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
 	switch {
 	case err == nil:
-		res, decided, err := s.earlyReplay(ctx, prev, sp)
-		if decided || err != nil {
-			return nil, res, true, err
-		}
-		// Not comparable early: the completion's check decides, as before.
-		return func() {}, UploadResult{}, false, nil
+		res, err := s.earlyReplay(ctx, prev, sp, rest)
+		return nil, res, true, err
 	case !errs.Is(err, errs.NotFound):
 		return nil, UploadResult{}, true, err
 	}
@@ -443,35 +441,43 @@ func (s *Service) claimKey(ctx context.Context, key string, sp *spooled) (releas
 }
 
 // earlyReplay answers a chunked upload whose Idempotency-Key names prev
-// from the first chunk of its body alone. It decides nothing when prev was
-// not cut into chunks of the size this body's first one has (CHUNK_SIZE
-// changed since): the body must then be read to be compared.
-func (s *Service) earlyReplay(ctx context.Context, prev meta.FileRecord, sp *spooled) (UploadResult, bool, error) {
-	switch {
-	case prev.Status == meta.FilePending:
-		return UploadResult{}, true, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
-	case prev.Status == meta.FileDeleted:
-		return UploadResult{}, true, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
-	case !prev.Manifest():
-		return UploadResult{}, false, nil
+// without storing anything: the replay when the body is prev's bytes, a
+// conflict when it is not. When prev was cut into chunks the size of this
+// body's first one, a first chunk that differs is found before the rest is
+// read; otherwise (and to confirm a match) the whole body is hashed, reading
+// at most one byte more than prev holds.
+func (s *Service) earlyReplay(ctx context.Context, prev meta.FileRecord, sp *spooled, rest io.Reader) (UploadResult, error) {
+	switch prev.Status {
+	case meta.FilePending:
+		return UploadResult{}, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+	case meta.FileDeleted:
+		return UploadResult{}, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
 	}
-	chunks, err := s.opt.Store.ChunksOf(ctx, prev.ID)
+	different := errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
+	if prev.Manifest() {
+		chunks, err := s.opt.Store.ChunksOf(ctx, prev.ID)
+		if err != nil {
+			return UploadResult{}, err
+		}
+		// The body has more than a chunk: its first ChunkSize bytes are a
+		// whole first chunk when the earlier file was cut the same way.
+		first := sp.size - 1
+		if len(chunks) > 0 && chunks[0].SizeBytes == first && sp.prefixSum(first) != chunks[0].Checksum {
+			return UploadResult{}, different
+		}
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(io.MultiReader(sp.reader(), rest), prev.SizeBytes+1))
 	if err != nil {
-		return UploadResult{}, true, err
+		return UploadResult{}, errs.Wrap(errs.Invalid, err, "read the upload's body")
 	}
-	// The body has more than a chunk: its first ChunkSize bytes are a
-	// whole first chunk when the earlier file was cut the same way.
-	first := sp.size - 1
-	if len(chunks) == 0 || chunks[0].SizeBytes != first {
-		return UploadResult{}, false, nil
+	if n != prev.SizeBytes || hex.EncodeToString(h.Sum(nil)) != prev.Checksum {
+		return UploadResult{}, different
 	}
-	if sp.prefixSum(first) != chunks[0].Checksum {
-		return UploadResult{}, true, errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
-	}
-	s.log.Info("upload replayed before its body was streamed", "file", prev.ID, "key", prev.IdempotencyKey)
+	s.log.Info("upload replayed without storing its body", "file", prev.ID, "key", prev.IdempotencyKey)
 	res := ResultOf(prev)
 	res.Replayed = true
-	return res, true, nil
+	return res, nil
 }
 
 // prefixSum is the SHA-256 of the first n bytes held.

@@ -96,7 +96,7 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 			return UploadResult{}, tooLarge(s.opt.MaxFileSize)
 		}
 		if req.IdempotencyKey != "" {
-			release, res, done, err := s.claimKey(ctx, req.IdempotencyKey, sp)
+			release, res, done, err := s.claimKey(ctx, req.IdempotencyKey, sp, req.Body)
 			if done {
 				return res, err
 			}
