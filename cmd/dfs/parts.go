@@ -186,7 +186,7 @@ func (cc *clientCmd) sendPart(ctx context.Context, f *os.File, id string, n int,
 			}
 		}
 		counted := &partCounter{r: io.NewSectionReader(f, off, length), p: p}
-		_, err := cc.c.PutPart(ctx, id, n, counted, length)
+		_, err := cc.c.PutPartWith(ctx, id, n, counted, length, client.PartOptions{SkipMD5: true})
 		if err == nil {
 			return nil
 		}

@@ -18,7 +18,7 @@ import (
 // uploads sent as numbered parts.
 type Uploads interface {
 	CreateSession(ctx context.Context, spec files.SessionSpec) (files.Session, error)
-	PutPart(ctx context.Context, sessionID string, number int, body io.Reader, size int64) (files.Part, error)
+	PutPartWith(ctx context.Context, sessionID string, number int, body io.Reader, size int64, opt files.PartOptions) (files.Part, error)
 	GetSession(ctx context.Context, sessionID string) (files.Session, []files.Part, error)
 	ListSessions(ctx context.Context, after string, limit int) ([]files.Session, error)
 	CompleteSession(ctx context.Context, sessionID string, parts []int, wantSHA256 string) (meta.FileRecord, error)
@@ -97,8 +97,17 @@ func (s *server) putPart(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, errs.E(errs.TooLarge, "a part is at most %d bytes", int64(files.MaxPartSize)))
 		return
 	}
+	var opt files.PartOptions
+	switch r.URL.Query().Get("md5") {
+	case "", "true":
+	case "false":
+		opt.SkipMD5 = true
+	default:
+		httpx.WriteError(w, r, errs.E(errs.Invalid, "md5 must be true or false"))
+		return
+	}
 	body := http.MaxBytesReader(w, r.Body, files.MaxPartSize)
-	part, err := s.Uploads.PutPart(r.Context(), chi.URLParam(r, "uploadId"), n, kindReader{body}, r.ContentLength)
+	part, err := s.Uploads.PutPartWith(r.Context(), chi.URLParam(r, "uploadId"), n, kindReader{body}, r.ContentLength, opt)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

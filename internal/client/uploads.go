@@ -29,7 +29,7 @@ type UploadPart struct {
 	PartNumber int       `json:"partNumber"`
 	SizeBytes  int64     `json:"sizeBytes"`
 	Checksum   string    `json:"checksum"`
-	MD5        string    `json:"md5"`
+	MD5        string    `json:"md5,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
@@ -61,10 +61,26 @@ func (c *Client) GetUpload(ctx context.Context, id string) (UploadDetail, error)
 	return out, err
 }
 
+// PartOptions are a part's options.
+type PartOptions struct {
+	// SkipMD5 asks the coordinator not to compute the part's MD5
+	// (UploadPart.MD5 stays empty), which saves it a hash pass.
+	SkipMD5 bool
+}
+
 // PutPart sends size bytes of r as part number of session id.
 func (c *Client) PutPart(ctx context.Context, id string, number int, r io.Reader, size int64) (UploadPart, error) {
+	return c.PutPartWith(ctx, id, number, r, size, PartOptions{})
+}
+
+// PutPartWith is PutPart with options.
+func (c *Client) PutPartWith(ctx context.Context, id string, number int, r io.Reader, size int64, opt PartOptions) (UploadPart, error) {
 	src := &exactReader{r: r, remaining: size}
-	req, err := c.newRequest(ctx, http.MethodPut, pathOf("api", "uploads", id, "parts", strconv.Itoa(number)), nil, src)
+	var q url.Values
+	if opt.SkipMD5 {
+		q = url.Values{"md5": {"false"}}
+	}
+	req, err := c.newRequest(ctx, http.MethodPut, pathOf("api", "uploads", id, "parts", strconv.Itoa(number)), q, src)
 	if err != nil {
 		return UploadPart{}, err
 	}

@@ -133,6 +133,9 @@ func TestUploadSessionResumesOnAFreshCoordinator(t *testing.T) {
 	require.Equal(t, 24*time.Hour, sess.ExpiresAt.Sub(sess.CreatedAt), "UPLOAD_SESSION_TTL defaults to 24h")
 	resp = h.put(fmt.Sprintf("/api/uploads/%s/parts/2", sess.UploadID), p2)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+	var withMD5 map[string]any
+	resp.json(t, &withMD5)
+	require.Len(t, withMD5["md5"], 32, "a part's answer carries its MD5 unless asked not to")
 
 	// The coordinator goes away mid-session; a fresh one knows the part.
 	h.restartCoordinator()
@@ -147,8 +150,14 @@ func TestUploadSessionResumesOnAFreshCoordinator(t *testing.T) {
 	resp.json(t, &got)
 	require.Len(t, got.Parts, 1)
 	require.Equal(t, 2, got.Parts[0].PartNumber)
-	resp = h.put(fmt.Sprintf("/api/uploads/%s/parts/1", sess.UploadID), p1)
+	resp = h.put(fmt.Sprintf("/api/uploads/%s/parts/1?md5=maybe", sess.UploadID), p1)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(resp.body))
+	resp = h.put(fmt.Sprintf("/api/uploads/%s/parts/1?md5=false", sess.UploadID), p1)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.body))
+	var part map[string]any
+	resp.json(t, &part)
+	require.NotContains(t, part, "md5", "md5=false leaves the part's MD5 out")
+	require.Len(t, part["checksum"], 64)
 
 	resp = h.post("/api/uploads/"+sess.UploadID+"/complete", []byte(`{"parts":[2,1]}`))
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)

@@ -62,6 +62,7 @@ type Config struct {
 	APIAuth                     string        // API_AUTH: "keys" (REST needs a key once a root key is set) or "open"
 	ChunkSize                   int64         // CHUNK_SIZE: files larger than this are stored as chunks of it
 	ChunkUploadConcurrency      int           // CHUNK_UPLOAD_CONCURRENCY: chunks of one upload written to nodes at once
+	ChunkBuffers                int           // CHUNK_BUFFERS: CHUNK_SIZE buffers all uploads and parts share
 	UploadSessionTTL            time.Duration // UPLOAD_SESSION_TTL: an upload session not completed or aborted by then is removed
 }
 
@@ -115,6 +116,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		APIAuth:                     l.OneOf("API_AUTH", "keys", "keys", "open"),
 		ChunkSize:                   l.Size("CHUNK_SIZE", 8<<20),
 		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
+		ChunkBuffers:                l.Int("CHUNK_BUFFERS", 3, 1, 1024),
 		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
 	}
 	// The probe timeout defaults to a fraction of the interval so a sweep ends

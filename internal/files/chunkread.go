@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/dfs-project/dfs/internal/byterange"
@@ -15,7 +17,8 @@ import (
 // fetchedChunk is one chunk's bytes, read whole and (with verification on)
 // checked against the chunk's checksum before any of them is sent.
 type fetchedChunk struct {
-	buf       *[]byte // from chunkBufs, or nil when data was allocated
+	buf       *[]byte // from pool, or nil when data was allocated
+	pool      *chunkBuffers
 	data      []byte
 	node      string
 	failovers int
@@ -24,7 +27,7 @@ type fetchedChunk struct {
 
 func (s *Service) release(c *fetchedChunk) {
 	if c.buf != nil {
-		s.chunkBufs.put(c.buf)
+		c.pool.put(c.buf)
 		c.buf = nil
 	}
 	c.data = nil
@@ -34,11 +37,11 @@ func (s *Service) release(c *fetchedChunk) {
 // intact: a holder that fails, lacks it or holds bytes that do not match
 // the chunk's checksum (that copy is quarantined and rebuilt) costs a
 // retry of this chunk alone, from the next holder.
-func (s *Service) fetchChunk(ctx context.Context, c meta.FileRecord) fetchedChunk {
+func (s *Service) fetchChunk(ctx context.Context, c meta.FileRecord, pool *chunkBuffers) fetchedChunk {
 	holders := s.holders(c)
 	var failures []string
 	for i, n := range holders {
-		got, err := s.fetchFrom(ctx, c, n)
+		got, err := s.fetchFrom(ctx, c, n, pool)
 		if err == nil {
 			got.node, got.failovers = n, i
 			return got
@@ -54,7 +57,7 @@ func (s *Service) fetchChunk(ctx context.Context, c meta.FileRecord) fetchedChun
 	return fetchedChunk{err: errs.E(errs.Unavailable, "no holder of chunk %s could serve it (%s)", c.ID, strings.Join(failures, "; "))}
 }
 
-func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string) (fetchedChunk, error) {
+func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string, pool *chunkBuffers) (fetchedChunk, error) {
 	base, ok := s.opt.Cluster.BaseURL(n)
 	if !ok {
 		return fetchedChunk{}, errs.E(errs.Unavailable, "node %s has no known address", n)
@@ -68,9 +71,11 @@ func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string) (f
 		s.quarantine(ctx, c.ID, n, "stored checksum "+obj.Info.Checksum+" differs from the chunk's")
 		return fetchedChunk{}, errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, c.Checksum)
 	}
-	var out fetchedChunk
-	if c.SizeBytes <= s.chunkBufs.size {
-		out.buf = s.chunkBufs.get()
+	out := fetchedChunk{pool: pool}
+	if c.SizeBytes <= pool.size {
+		if out.buf, err = pool.get(ctx); err != nil {
+			return fetchedChunk{}, err
+		}
 		out.data = (*out.buf)[:c.SizeBytes]
 	} else {
 		out.data = make([]byte, c.SizeBytes) // a chunk written under a larger CHUNK_SIZE
@@ -103,9 +108,9 @@ type chunkStream struct {
 }
 
 // openChunks opens the read of rng (nil: all) of the file whose chunks are
-// given. The first chunk concerned is fetched before it returns, so a file
+// given, into buffers from pool. The first chunk concerned is fetched before it returns, so a file
 // none of whose first chunk's holders can serve it fails before any byte.
-func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size int64, rng *byterange.Range) (*chunkStream, fetchedChunk, error) {
+func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size int64, rng *byterange.Range, pool *chunkBuffers) (*chunkStream, fetchedChunk, error) {
 	start, end := int64(0), size
 	if rng != nil {
 		start, end = rng.Start, rng.Start+rng.Length
@@ -131,7 +136,7 @@ func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size
 		return cs, fetchedChunk{}, nil
 	}
 	fetch := func(sp span) fetchedChunk {
-		f := s.fetchChunk(ctx, sp.c)
+		f := s.fetchChunk(ctx, sp.c, pool)
 		if f.err == nil {
 			f.data = f.data[sp.from:sp.to]
 		}
@@ -196,9 +201,11 @@ func (cs *chunkStream) Close() error {
 	return nil
 }
 
-// hashChunks reads the chunks in order, verified, and returns the SHA-256
-// of their bytes.
-func (s *Service) hashChunks(ctx context.Context, chunks []meta.FileRecord) (string, error) {
+// hashInto reads the chunks in order, verified, into h. Its buffers come
+// from the upload budget (chunkBufs): its reader is a hash, which never
+// waits for a buffer itself.
+func (s *Service) hashInto(ctx context.Context, h hash.Hash, chunks []meta.FileRecord) error {
+	chunks = slices.Clone(chunks)
 	var size int64
 	for i := range chunks {
 		// Before completion each part's offsets start at 0; lay the chunks
@@ -206,14 +213,11 @@ func (s *Service) hashChunks(ctx context.Context, chunks []meta.FileRecord) (str
 		chunks[i].Chunk.Offset = size
 		size += chunks[i].SizeBytes
 	}
-	cs, _, err := s.openChunks(ctx, chunks, size, nil)
+	cs, _, err := s.openChunks(ctx, chunks, size, nil, s.chunkBufs)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer cs.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, cs); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	_, err = io.Copy(h, cs)
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // S3 part ETags are MD5 by definition; nothing here relies on it for integrity
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"hash"
 	"io"
@@ -18,34 +19,135 @@ import (
 
 // chunkBuffers lends the buffers chunks are received into and read back
 // from, each ChunkSize bytes (allocChunk: outside the Go heap where it can).
-// It keeps up to keep idle buffers for reuse and frees the others. Every
-// buffer taken must be given back, and nothing may read it after.
+// At most max buffers exist at once and a taker waits for one to come back
+// when all are lent; the pool unbudgeted returns never waits. It keeps up
+// to keep idle buffers for reuse and frees the others.
+// Every buffer taken must be given back, and nothing may read it after.
+//
+// A taker from a budget must never be what a holder of the same budget
+// waits for: a stream's reader keeps one buffer while its chunk writes
+// (which hold theirs and always finish) run, and a completion's read-ahead
+// waits while the buffer being hashed is read out. So a budget can slow a
+// stream down but never stop every holder at once.
 type chunkBuffers struct {
-	size int64
-	free chan *[]byte
-	made atomic.Int64 // buffers allocated so far
+	size    int64
+	keep    int
+	free    chan *[]byte  // idle buffers
+	tokens  chan struct{} // one per buffer of the budget in existence
+	made    atomic.Int64  // buffers allocated so far
+	waiting atomic.Int64  // takers waiting for a buffer now
+	// live counts the budget's buffers in existence, apart from tokens,
+	// and peak its highest value: what tests check the budget against.
+	live, peak atomic.Int64
+	// idle, for a pool without a budget, is the budgeted pool whose idle
+	// buffers it borrows and gives back to, so that the two together
+	// keep no more idle buffers than that one's budget allows.
+	idle *chunkBuffers
 }
 
-func newChunkBuffers(size int64, keep int) *chunkBuffers {
-	return &chunkBuffers{size: size, free: make(chan *[]byte, keep)}
+func newChunkBuffers(size int64, keep, max int) *chunkBuffers {
+	return &chunkBuffers{size: size, keep: min(keep, max), tokens: make(chan struct{}, max),
+		free: make(chan *[]byte, max)} // room for every buffer: a put never blocks
 }
 
-func (c *chunkBuffers) get() *[]byte {
+// unbudgeted returns a pool of c's size that never waits: it lends c's
+// idle buffers when there are any (they leave c's budget while lent) and
+// gives buffers back to c's idle ones while c's budget has room.
+func (c *chunkBuffers) unbudgeted() *chunkBuffers {
+	return &chunkBuffers{size: c.size, idle: c}
+}
+
+// counted adds d to the budget's live buffers.
+func (c *chunkBuffers) counted(d int64) {
+	if c.idle != nil {
+		return
+	}
+	n := c.live.Add(d)
+	for {
+		p := c.peak.Load()
+		if n <= p || c.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
+// takeIdle lends an idle buffer out of the budget, if there is one.
+func (c *chunkBuffers) takeIdle() (*[]byte, bool) {
 	select {
 	case b := <-c.free:
-		return b
+		<-c.tokens
+		c.counted(-1)
+		return b, true
 	default:
-		c.made.Add(1)
-		return allocChunk(c.size)
+		return nil, false
 	}
 }
 
-func (c *chunkBuffers) put(b *[]byte) {
-	select {
-	case c.free <- b:
-	default: // enough are kept
-		freeChunk(b)
+// keepIdle takes b into the budget as an idle buffer, if there is room.
+func (c *chunkBuffers) keepIdle(b *[]byte) bool {
+	if len(c.free) >= c.keep && c.waiting.Load() == 0 {
+		return false
 	}
+	select {
+	case c.tokens <- struct{}{}:
+		c.counted(1)
+		c.free <- b
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *chunkBuffers) alloc() *[]byte {
+	c.made.Add(1)
+	c.counted(1)
+	return allocChunk(c.size)
+}
+
+// get lends a buffer, waiting while the budget is spent; it gives up when
+// ctx ends.
+func (c *chunkBuffers) get(ctx context.Context) (*[]byte, error) {
+	if c.idle != nil {
+		if b, ok := c.idle.takeIdle(); ok {
+			return b, nil
+		}
+		return c.alloc(), nil
+	}
+	select {
+	case b := <-c.free:
+		return b, nil
+	case c.tokens <- struct{}{}:
+		return c.alloc(), nil
+	default:
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	select {
+	case b := <-c.free:
+		return b, nil
+	case c.tokens <- struct{}{}:
+		return c.alloc(), nil
+	case <-ctx.Done():
+		return nil, errs.Wrap(errs.Unavailable, ctx.Err(), "wait for a chunk buffer")
+	}
+}
+
+// put gives b back: to a taker waiting for one, to the idle ones kept, or
+// to the system.
+func (c *chunkBuffers) put(b *[]byte) {
+	if c.idle != nil {
+		if !c.idle.keepIdle(b) {
+			freeChunk(b)
+		}
+		return
+	}
+	if len(c.free) < c.keep || c.waiting.Load() > 0 {
+		c.free <- b
+		return
+	}
+	freeChunk(b)
+	c.counted(-1)
+	<-c.tokens
 }
 
 // chunked is what writeChunks stored: the stream's size and checksums.
@@ -54,6 +156,9 @@ type chunked struct {
 	sha256 string
 	md5    string // empty unless asked for
 	chunks int
+	// state is the stream's SHA-256 state before its sum: what a running
+	// hash over this stream and what follows it goes on from.
+	state []byte
 }
 
 // chunkWriter writes one stream as chunks under one parent while the
@@ -123,7 +228,10 @@ func (s *Service) writeChunks(ctx, storeCtx context.Context, parent string, body
 			if err := ctx.Err(); err != nil {
 				return errs.Wrap(errs.Invalid, err, "upload cancelled")
 			}
-			buf := s.chunkBufs.get()
+			buf, err := s.chunkBufs.get(ctx)
+			if err != nil {
+				return errs.Wrap(errs.Invalid, err, "upload cancelled")
+			}
 			n, rerr := fill(body, *buf)
 			if rerr != nil && rerr != io.EOF {
 				s.chunkBufs.put(buf)
@@ -156,6 +264,9 @@ func (s *Service) writeChunks(ctx, storeCtx context.Context, parent string, body
 	if err != nil {
 		s.dropChunks(storeCtx, parent)
 		return chunked{}, err
+	}
+	if out.state, err = sh.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+		return chunked{}, errs.Wrap(errs.Other, err, "save the stream's hash state")
 	}
 	out.sha256 = hex.EncodeToString(sh.Sum(nil))
 	if mh != nil {

@@ -117,7 +117,7 @@ func (s *Service) openChunked(ctx context.Context, rec meta.FileRecord, rng *byt
 	if len(chunks) != rec.ChunkCount || size != rec.SizeBytes {
 		return nil, errs.E(errs.Unavailable, "file %s has %d of its %d chunks", rec.ID, len(chunks), rec.ChunkCount)
 	}
-	cs, first, err := s.openChunks(ctx, chunks, rec.SizeBytes, rng)
+	cs, first, err := s.openChunks(ctx, chunks, rec.SizeBytes, rng, s.readBufs)
 	if err != nil {
 		return nil, err
 	}

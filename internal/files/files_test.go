@@ -38,6 +38,7 @@ type gateNodes struct {
 	hold     map[string]chan struct{} // a Put to this node also waits on its channel
 	quiet    bool                     // benchmarks: do not report started writes
 	gets     atomic.Int32             // reads asked of any node
+	puts     atomic.Int32             // writes asked of any node
 }
 
 func newGateNodes(ids ...string) *gateNodes {
@@ -49,6 +50,7 @@ func newGateNodes(ids ...string) *gateNodes {
 }
 
 func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int64, body io.Reader) (wire.BlobInfo, bool, error) {
+	g.puts.Add(1)
 	n := g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
 	for {

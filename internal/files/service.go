@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/byterange"
@@ -93,6 +94,11 @@ type Options struct {
 	// nodes while the next is received (CHUNK_UPLOAD_CONCURRENCY); with
 	// ChunkSize it bounds the memory one stream holds. 0 means 3.
 	ChunkConcurrency int
+	// ChunkBuffers bounds the ChunkSize buffers that every chunked stream
+	// of the Service together holds (CHUNK_BUFFERS): uploads, session parts,
+	// downloads and completions wait for one when all are lent. 0 means
+	// ChunkConcurrency + 1, one stream's worth.
+	ChunkBuffers int
 	// SessionTTL is how long an upload session lives (UPLOAD_SESSION_TTL);
 	// 0 means 24h.
 	SessionTTL time.Duration
@@ -131,8 +137,20 @@ type Service struct {
 	log      *slog.Logger
 	copySlot chan struct{} // a semaphore bounding replica writes
 	mem      *memorySpool
-	// chunkBufs lends the ChunkSize buffers of chunked streams.
+	// chunkBufs lends the ChunkSize buffers that chunked uploads and parts
+	// are received into and that completions read back into, from one
+	// budget (ChunkBuffers).
 	chunkBufs *chunkBuffers
+	// readBufs lends the buffers of downloads, which are not bounded: a
+	// download's reader may itself be an upload (S3's UploadPartCopy)
+	// waiting for chunkBufs, so a download must not hold that budget. It
+	// shares chunkBufs' idle buffers.
+	readBufs *chunkBuffers
+	// folds hold the running checksums of upload sessions (sessionhash.go).
+	folds sessionFolds
+	// keys are the Idempotency-Keys of the chunked uploads running here.
+	keysMu sync.Mutex
+	keys   map[string]struct{}
 	// repairs holds the quarantines and rebuilds that downloads hand off,
 	// run by Run.
 	repairs *taskq.Queue
@@ -173,6 +191,9 @@ func New(o Options) (*Service, error) {
 	if o.ChunkConcurrency <= 0 {
 		o.ChunkConcurrency = 3
 	}
+	if o.ChunkBuffers <= 0 {
+		o.ChunkBuffers = o.ChunkConcurrency + 1
+	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 24 * time.Hour
 	}
@@ -191,13 +212,18 @@ func New(o Options) (*Service, error) {
 	if o.MemorySpoolMax < 0 || o.MemorySpoolLimit < 0 {
 		return nil, errs.E(errs.Invalid, "files: memory spool sizes must not be negative")
 	}
+	chunkBufs := newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1, o.ChunkBuffers)
 	return &Service{
 		opt: o, log: o.Logger, copySlot: make(chan struct{}, o.ReplicaConcurrency),
 		mem: newMemorySpool(o.MemorySpoolMax, o.MemorySpoolLimit),
-		// One stream's worth is kept: the chunks in flight and the one
-		// being received.
-		chunkBufs: newChunkBuffers(o.ChunkSize, o.ChunkConcurrency+1),
-		repairs:   taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
+		// Idle, one stream's worth is kept: the chunks in flight and the
+		// one being received.
+		chunkBufs: chunkBufs,
+		readBufs:  chunkBufs.unbudgeted(),
+
+		folds:   sessionFolds{m: map[string]*fold{}},
+		keys:    map[string]struct{}{},
+		repairs: taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
 }
 

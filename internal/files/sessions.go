@@ -46,7 +46,7 @@ type Part struct {
 	Number    int       `json:"partNumber"`
 	SizeBytes int64     `json:"sizeBytes"`
 	SHA256    string    `json:"checksum"`
-	MD5       string    `json:"md5"`
+	MD5       string    `json:"md5,omitempty"` // empty when skipped (PartOptions)
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -136,27 +136,45 @@ func (s *Service) ListSessions(ctx context.Context, after string, limit int) ([]
 	return out, nil
 }
 
-// PutPart stores one part (streamed: its chunks go to nodes while it is
+// PartOptions are a part's options.
+type PartOptions struct {
+	// SkipMD5 leaves the part's MD5 out (Part.MD5 empty): S3 needs it for
+	// its ETags, a REST client rarely does, and it costs a hash pass.
+	SkipMD5 bool
+}
+
+// PutPart stores one part with its MD5 (PutPartWith).
+func (s *Service) PutPart(ctx context.Context, sessionID string, number int, body io.Reader, size int64) (Part, error) {
+	return s.PutPartWith(ctx, sessionID, number, body, size, PartOptions{})
+}
+
+// PutPartWith stores one part (streamed: its chunks go to nodes while it is
 // received); a part with the same number replaces the earlier one, whose
 // chunks are then deleted. size is the part's length when known, -1 when
 // not.
-func (s *Service) PutPart(ctx context.Context, sessionID string, number int, body io.Reader, size int64) (Part, error) {
+func (s *Service) PutPartWith(ctx context.Context, sessionID string, number int, body io.Reader, size int64, opt PartOptions) (Part, error) {
 	if number < 1 || number > MaxPartNumber {
 		return Part{}, errs.E(errs.Invalid, "part number %d is outside 1..%d", number, MaxPartNumber)
 	}
 	if size > MaxPartSize {
 		return Part{}, errs.E(errs.TooLarge, "a part is at most %d bytes", int64(MaxPartSize))
 	}
-	if _, _, err := s.liveSession(ctx, sessionID); err != nil {
+	u, _, err := s.liveSession(ctx, sessionID)
+	if err != nil {
 		return Part{}, err
 	}
 	if s.opt.Cluster.Ring().Len() == 0 {
 		return Part{}, noHealthyNodes()
 	}
-	p, err := s.putPart(ctx, sessionID, number, body, size, MaxPartSize, true)
+	p, state, err := s.putPart(ctx, sessionID, number, body, size, MaxPartSize, !opt.SkipMD5)
 	if err != nil {
 		return Part{}, err
 	}
+	if number == 1 {
+		// Part 1's own hash is where the file's begins: no read-back.
+		s.seedFold(sessionID, u.ExpiresAt, p.PartID, state)
+	}
+	s.kickFold(sessionID, u.ExpiresAt, number, p.PartID)
 	return Part{Number: p.Number, SizeBytes: p.SizeBytes, SHA256: p.SHA256, MD5: p.MD5, CreatedAt: p.CreatedAt}, nil
 }
 
@@ -164,39 +182,40 @@ func (s *Service) PutPart(ctx context.Context, sessionID string, number int, bod
 // finishes the attempt, replacing earlier ones. Store writes run detached
 // from ctx (the client's request), so that a client that hangs up leaves
 // nothing half-recorded; reading the body still stops with it.
-func (s *Service) putPart(ctx context.Context, sessionID string, number int, body io.Reader, announced, limit int64, withMD5 bool) (meta.UploadPart, error) {
+// It also returns the part's SHA-256 state (chunked.state).
+func (s *Service) putPart(ctx context.Context, sessionID string, number int, body io.Reader, announced, limit int64, withMD5 bool) (meta.UploadPart, []byte, error) {
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uploadTimeout)
 	defer cancel()
 	p := meta.UploadPart{PartID: uuid.NewString(), SessionID: sessionID, Number: number}
 	if err := s.opt.Store.BeginPart(storeCtx, &p); err != nil {
-		return p, err
+		return p, nil, err
 	}
 	s.log.Info("part started", "session", sessionID, "part", number, "attempt", p.PartID)
 	sum, err := s.writeChunks(ctx, storeCtx, p.PartID, body, limit, withMD5)
 	if err != nil {
 		s.log.Warn("part failed; its chunks are removed", "session", sessionID, "part", number, "err", err)
-		return p, err
+		return p, nil, err
 	}
 	if sum.size == 0 {
-		return p, errs.E(errs.Invalid, "part %d is empty: a part has at least one byte", number)
+		return p, nil, errs.E(errs.Invalid, "part %d is empty: a part has at least one byte", number)
 	}
 	if announced >= 0 && sum.size != announced {
 		s.dropChunks(storeCtx, p.PartID)
-		return p, errs.E(errs.Invalid, "part %d has %d bytes, not the %d announced", number, sum.size, announced)
+		return p, nil, errs.E(errs.Invalid, "part %d has %d bytes, not the %d announced", number, sum.size, announced)
 	}
 	p.SizeBytes, p.SHA256, p.MD5 = sum.size, sum.sha256, sum.md5
 	dropped, err := s.opt.Store.FinishPart(storeCtx, &p)
 	if err != nil {
 		s.dropChunks(storeCtx, p.PartID)
 		if errs.Is(err, errs.NotFound) {
-			return p, uploadNotFound(sessionID)
+			return p, nil, uploadNotFound(sessionID)
 		}
-		return p, err
+		return p, nil, err
 	}
 	s.removeBlobs(dropped)
 	s.log.Info("part stored", "session", sessionID, "part", number, "bytes", sum.size, "chunks", sum.chunks,
 		"replaced_chunks", len(dropped))
-	return p, nil
+	return p, sum.state, nil
 }
 
 // CompleteSession makes the listed parts (in increasing order; nil means
@@ -238,9 +257,7 @@ func (s *Service) complete(ctx context.Context, sessionID string, parts []int, w
 	}
 	sum := chosen[0].SHA256
 	if len(chosen) > 1 {
-		// The file's SHA-256 cannot be made of its parts' own: read the
-		// chunks back once, verified, and hash them in order.
-		if sum, err = s.hashChunks(ctx, chunks); err != nil {
+		if sum, err = s.sessionSum(ctx, sessionID, chosen); err != nil {
 			return meta.FileRecord{}, errs.Wrap(errs.KindOf(err), err, "hash the parts of upload session %s", sessionID)
 		}
 	}
@@ -262,11 +279,35 @@ func (s *Service) complete(ctx context.Context, sessionID string, parts []int, w
 	if err != nil {
 		return meta.FileRecord{}, err
 	}
+	s.dropFold(sessionID)
 	s.removeBlobs(dropped)
 	s.opt.Events.Uploaded(rec.Status, rec.SizeBytes)
 	s.log.Info("upload session completed", "session", sessionID, "file", id, "parts", len(chosen), "chunks", len(chunks),
 		"bytes", size, "status", status, "reason", reason, "dropped_chunks", len(dropped))
 	return s.withChunks(ctx, rec)
+}
+
+// sessionSum is the SHA-256 of the chosen parts end to end: the file's
+// SHA-256 cannot be made of the parts' own, so what the session's fold has
+// not covered is read back, verified, and hashed in order after it.
+func (s *Service) sessionSum(ctx context.Context, sessionID string, chosen []meta.UploadPart) (string, error) {
+	h, covered, release := s.partsHash(sessionID, chosen)
+	defer release()
+	var rest []meta.FileRecord
+	for _, p := range chosen[covered:] {
+		cs, err := s.opt.Store.ChunksOf(ctx, p.PartID)
+		if err != nil {
+			return "", err
+		}
+		rest = append(rest, cs...)
+	}
+	if len(rest) > 0 {
+		if err := s.hashInto(ctx, h, rest); err != nil {
+			return "", err
+		}
+	}
+	s.log.Info("session checksum", "session", sessionID, "parts", len(chosen), "folded_while_receiving", covered)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // chooseParts picks the finished parts a completion names.
@@ -311,6 +352,7 @@ func (s *Service) AbortSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
+	s.dropFold(sessionID)
 	s.removeBlobs(dropped)
 	s.log.Info("upload session aborted", "session", sessionID, "chunks_removed", len(dropped))
 	return nil
@@ -329,6 +371,7 @@ func (s *Service) ExpireSessions(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return n, err
 		}
+		s.dropFold(id)
 		s.removeBlobs(dropped)
 		n++
 		s.log.Info("expired upload session removed", "session", id, "chunks_removed", len(dropped))
@@ -348,7 +391,7 @@ func (s *Service) uploadChunked(ctx context.Context, req UploadRequest, body io.
 			s.log.Warn("could not abort the session of a failed upload; its expiry removes it", "session", sess.ID, "err", err)
 		}
 	}
-	p, err := s.putPart(ctx, sess.ID, 1, body, -1, s.opt.MaxFileSize, false)
+	p, _, err := s.putPart(ctx, sess.ID, 1, body, -1, s.opt.MaxFileSize, false)
 	if err != nil {
 		abort()
 		return UploadResult{}, err
@@ -362,4 +405,86 @@ func (s *Service) uploadChunked(ctx context.Context, req UploadRequest, body io.
 		return UploadResult{}, err
 	}
 	return ResultOf(rec), nil
+}
+
+// claimKey checks the Idempotency-Key of an upload that is to be stored as
+// chunks before any of it goes to a node, since the completion's check would
+// come only after all of it had been stored. sp holds the body's first chunk
+// and a byte, rest the remainder. A key whose file exists is decided here:
+// the body is hashed (and nothing stored) and answers the replay when its
+// SHA-256 and size are the file's, a conflict otherwise; a first chunk that
+// differs from the file's first chunk is a conflict without reading further.
+// A key whose upload is running on this coordinator is a conflict. done says
+// the answer is (res, err); otherwise the caller holds the key until it calls
+// release. Another coordinator's upload in flight with the same key is
+// caught by the completion's check, as before.
+func (s *Service) claimKey(ctx context.Context, key string, sp *spooled, rest io.Reader) (release func(), res UploadResult, done bool, err error) {
+	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
+	switch {
+	case err == nil:
+		res, err := s.earlyReplay(ctx, prev, sp, rest)
+		return nil, res, true, err
+	case !errs.Is(err, errs.NotFound):
+		return nil, UploadResult{}, true, err
+	}
+	s.keysMu.Lock()
+	defer s.keysMu.Unlock()
+	if _, busy := s.keys[key]; busy {
+		return nil, UploadResult{}, true, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+	}
+	s.keys[key] = struct{}{}
+	return func() {
+		s.keysMu.Lock()
+		delete(s.keys, key)
+		s.keysMu.Unlock()
+	}, UploadResult{}, false, nil
+}
+
+// earlyReplay answers a chunked upload whose Idempotency-Key names prev
+// without storing anything: the replay when the body is prev's bytes, a
+// conflict when it is not. When prev was cut into chunks the size of this
+// body's first one, a first chunk that differs is found before the rest is
+// read; otherwise (and to confirm a match) the whole body is hashed, reading
+// at most one byte more than prev holds.
+func (s *Service) earlyReplay(ctx context.Context, prev meta.FileRecord, sp *spooled, rest io.Reader) (UploadResult, error) {
+	switch prev.Status {
+	case meta.FilePending:
+		return UploadResult{}, errs.E(errs.Conflict, "an upload with this Idempotency-Key is still in progress")
+	case meta.FileDeleted:
+		return UploadResult{}, errs.E(errs.Conflict, "the file uploaded with this Idempotency-Key (%s) has been deleted", prev.ID)
+	}
+	different := errs.E(errs.Conflict, "this Idempotency-Key was used for different content (file %s)", prev.ID)
+	if prev.Manifest() {
+		chunks, err := s.opt.Store.ChunksOf(ctx, prev.ID)
+		if err != nil {
+			return UploadResult{}, err
+		}
+		// The body has more than a chunk: its first ChunkSize bytes are a
+		// whole first chunk when the earlier file was cut the same way.
+		first := sp.size - 1
+		if len(chunks) > 0 && chunks[0].SizeBytes == first && sp.prefixSum(first) != chunks[0].Checksum {
+			return UploadResult{}, different
+		}
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(io.MultiReader(sp.reader(), rest), prev.SizeBytes+1))
+	if err != nil {
+		return UploadResult{}, errs.Wrap(errs.Invalid, err, "read the upload's body")
+	}
+	if n != prev.SizeBytes || hex.EncodeToString(h.Sum(nil)) != prev.Checksum {
+		return UploadResult{}, different
+	}
+	s.log.Info("upload replayed without storing its body", "file", prev.ID, "key", prev.IdempotencyKey)
+	res := ResultOf(prev)
+	res.Replayed = true
+	return res, nil
+}
+
+// prefixSum is the SHA-256 of the first n bytes held.
+func (sp *spooled) prefixSum(n int64) string {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(sp.reader(), n)); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -95,6 +95,13 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 		if limit == s.opt.MaxFileSize {
 			return UploadResult{}, tooLarge(s.opt.MaxFileSize)
 		}
+		if req.IdempotencyKey != "" {
+			release, res, done, err := s.claimKey(ctx, req.IdempotencyKey, sp, req.Body)
+			if done {
+				return res, err
+			}
+			defer release()
+		}
 		return s.uploadChunked(ctx, req, io.MultiReader(sp.reader(), req.Body))
 	}
 

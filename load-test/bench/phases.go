@@ -427,7 +427,7 @@ func parallelParts(ctx context.Context, api *client.Client, block []byte, size i
 			length := min(part, size-int64(i)*part)
 			// Each part starts where its bytes start in the repeated block.
 			r := &repeatReader{buf: block, off: int((int64(i) * part) % int64(len(block)))}
-			_, errs[i] = api.PutPart(ctx, sess.UploadID, i+1, io.LimitReader(r, length), length)
+			_, errs[i] = api.PutPartWith(ctx, sess.UploadID, i+1, io.LimitReader(r, length), length, client.PartOptions{SkipMD5: true})
 		})
 	}
 	wg.Wait()
