@@ -665,19 +665,24 @@ func (b *bench) peerFigures(ctx context.Context) error {
 }
 
 // peerRows sets each dfs figure beside the peer's, with the issues'
-// targets (issues 15 and 17) as notes.
+// targets (issues 15 and 17) as notes. A pair whose peer figure was not
+// measured gets no row: the dfs figure has its rows beside the baselines.
 func (b *bench) peerRows() {
-	r := b.res
+	row := func(dfs, peer, note string) {
+		if f, ok := b.res.Figures[peer]; ok && f.valid() {
+			b.res.row(dfs, peer, 0, note)
+		}
+	}
 	sfx, _ := layoutSuffix("volumes")
 	for _, s := range []string{"", sfx} {
-		r.row(layoutKey(dfsUpload, s), peerUploadSynced, 0, "target ≥ 1.5")
-		r.row(layoutKey(dfsUpload, s), peerUpload, 0, "target ≥ 1.2")
-		r.row(layoutKey(dfsUploadP, s)+"99", peerUploadSyncedP+"99", 0, "target ≤ 1")
-		r.row(layoutKey(dfsUploadP, s)+"99", peerUploadP+"99", 0, "")
-		r.row(layoutKey(dfsDownload, s), peerDownload, 0, "target ≥ 1.2")
-		r.row(layoutKey(dfsDownloadP, s)+"99", peerDownloadP+"99", 0, "")
+		row(layoutKey(dfsUpload, s), peerUploadSynced, "target ≥ 1.5")
+		row(layoutKey(dfsUpload, s), peerUpload, "target ≥ 1.2")
+		row(layoutKey(dfsUploadP, s)+"99", peerUploadSyncedP+"99", "target ≤ 1")
+		row(layoutKey(dfsUploadP, s)+"99", peerUploadP+"99", "")
+		row(layoutKey(dfsDownload, s), peerDownload, "target ≥ 1.2")
+		row(layoutKey(dfsDownloadP, s)+"99", peerDownloadP+"99", "")
 	}
-	r.row(dfsBigUp, peerBigUp, 0, "target ≥ 2")
-	r.row(dfsBigUp, peerBigUpSynced, 0, "")
-	r.row(dfsBigDown, peerBigDown, 0, "target ≥ 2")
+	row(dfsBigUp, peerBigUp, "target ≥ 2")
+	row(dfsBigUp, peerBigUpSynced, "")
+	row(dfsBigDown, peerBigDown, "target ≥ 2")
 }
