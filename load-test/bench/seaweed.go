@@ -326,15 +326,18 @@ func (w *weedCluster) await(ctx context.Context, what string, ready func() error
 	}
 }
 
-// stop sends SIGTERM to every process, the filer first, and SIGKILL to any
-// still running 10 s later; it returns when all have exited.
+// stop sends SIGTERM to every process at once and SIGKILL to any still
+// running 5 s later; it returns when all have exited. The data is not kept,
+// so nothing waits for an orderly shutdown.
 func (w *weedCluster) stop() {
-	for i := len(w.procs) - 1; i >= 0; i-- {
-		p := w.procs[i]
+	for _, p := range w.procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.After(5 * time.Second)
+	for _, p := range w.procs {
 		select {
 		case <-p.done:
-		case <-time.After(10 * time.Second):
+		case <-deadline:
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
@@ -378,6 +381,9 @@ func (b *bench) runPeerSmall(ctx context.Context, run int) error {
 	for _, mode := range []struct {
 		prefix, key string
 	}{{peerSyncedPrefix, peerUploadSynced}, {peerUnsyncedPrefix, peerUpload}} {
+		if err := ctx.Err(); err != nil {
+			return err // interrupted: do not wait out another window
+		}
 		b.logf("SeaweedFS 4 KiB uploads under %s, run %d of %d (%d clients, %s)", mode.prefix, run+1, b.runs, b.clients, b.window)
 		cpu := meterCPU(ps.w.pids(), b.warm, b.window)
 		r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
@@ -407,6 +413,9 @@ func (b *bench) runPeerSmall(ctx context.Context, run int) error {
 	paths := make([]string, 0, len(ps.sums))
 	for p := range ps.sums {
 		paths = append(paths, p)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if len(paths) == 0 {
 		return errors.New("no SeaweedFS 4 KiB upload succeeded")
