@@ -36,7 +36,7 @@ import (
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"baseline", "small", "small-volumes", "s3", "cached", "large", "rss", "rss-cli", "rebalance"}
+var allPhases = []string{"baseline", "small", "small-volumes", "seaweedfs", "s3", "cached", "large", "rss", "rss-cli", "rebalance"}
 
 type bench struct {
 	root        string // temporary directory for clusters and baselines
@@ -60,6 +60,7 @@ type bench struct {
 	rebBandwidth int64 // REBALANCE_BANDWIDTH of the rebalance phase's second half (0: none)
 	joinClients  int
 	res          *Results
+	peer         *peerState // SeaweedFS with WEED=path and the seaweedfs phase (seaweed.go)
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -199,8 +200,8 @@ func run(args []string) int {
 	b.res.Config["layouts"] = "phase small: STORAGE_LAYOUT=files; phase small-volumes: STORAGE_LAYOUT=volumes"
 	if os.Getenv("WEED") == "" {
 		b.res.Notes = append(b.res.Notes, "SeaweedFS not measured: no weed binary given (WEED=path); the figures stand beside this machine's own ceilings")
-	} else {
-		b.res.Notes = append(b.res.Notes, "WEED is set, but this bench does not start SeaweedFS yet: the peer is not measured")
+	} else if !phases["seaweedfs"] {
+		b.res.Notes = append(b.res.Notes, "SeaweedFS not measured: WEED is set but the seaweedfs phase is not run")
 	}
 	if b.binDir == "" {
 		b.binDir = filepath.Join(root, "bin")
@@ -222,6 +223,16 @@ func run(args []string) int {
 			status = 1
 		}
 	}
+	if phases["seaweedfs"] {
+		// Started before dfs's phases, whose runs alternate with the peer's.
+		stopPeer := func() {}
+		defer func() { stopPeer() }()
+		step("seaweedfs", func(ctx context.Context) error {
+			var err error
+			stopPeer, err = b.startPeer(ctx)
+			return err
+		})
+	}
 	if phases["baseline"] {
 		step("baseline", b.baselines)
 	}
@@ -230,6 +241,9 @@ func run(args []string) int {
 	}
 	if phases["small-volumes"] {
 		step("small-volumes", b.smallVolumes)
+	}
+	if phases["seaweedfs"] {
+		step("seaweedfs", b.seaweedfs)
 	}
 	if phases["s3"] {
 		step("s3", b.s3Small)
@@ -241,6 +255,9 @@ func run(args []string) int {
 		step("large", func(ctx context.Context) error {
 			return b.large(ctx, largePhases{large: phases["large"], rss: phases["rss"], cli: phases["rss-cli"]})
 		})
+	}
+	if phases["seaweedfs"] {
+		step("seaweedfs", b.peerFigures)
 	}
 	if phases["rebalance"] {
 		step("rebalance", b.rebalance)
@@ -320,6 +337,7 @@ func (b *bench) addRows() {
 	r.row(dfsRebPaced+rebClientP+"50", dfsReb+rebClientP+"50", 0, "")
 	r.row(dfsRebPaced+rebClientP+"99", dfsReb+rebClientP+"99", 0, "")
 	b.s3Rows()
+	b.peerRows()
 }
 
 // machine describes this machine from /proc.

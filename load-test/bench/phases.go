@@ -141,6 +141,9 @@ func (b *bench) smallLayout(ctx context.Context, layout string) error {
 			return fmt.Errorf("no 4 KiB upload succeeded: %v", r.firstErr)
 		}
 		b.downloads(ctx, bc, pool, s, layoutKey(dfsDownload, sfx), "download4k"+sfx, run == 0 && layout == "files")
+		if err := b.runPeerSmall(ctx, run); err != nil {
+			return fmt.Errorf("SeaweedFS: %w", err)
+		}
 	}
 	if degraded > 0 {
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%d of %d 4 KiB uploads were acknowledged DEGRADED", degraded, len(ids)))
@@ -381,6 +384,9 @@ func (b *bench) large(ctx context.Context, do largePhases) error {
 		s.add(dfsBigParts, "MB/s", mbps)
 		if _, err := bc.api.Delete(ctx, res.FileID); err != nil {
 			return err
+		}
+		if err := b.runPeerLarge(ctx, run); err != nil {
+			return fmt.Errorf("SeaweedFS: %w", err)
 		}
 	}
 	// The library's and the CLI's uploads alternate, run by run.
