@@ -52,7 +52,7 @@ DURATION    ?= 5m
 CHAOSFLAGS  ?=
 BENCHFLAGS  ?=
 
-.PHONY: chaos bench-cluster bench-large
+.PHONY: chaos bench-cluster bench-large bench-peer test-peer
 
 chaos: ## chaos soak for DURATION (default 5m): kills, restarts, a join and a leave under load; fails if an acknowledged upload is lost or corrupt
 	$(GO) run ./load-test -soak -duration $(DURATION) $(CHAOSFLAGS)
@@ -62,3 +62,11 @@ bench-cluster: ## benchmark a local cluster against the machine's baselines; tab
 
 bench-large: ## the large-file figures: 256 MiB upload and download, a 4-part session upload, coordinator peak RSS while 4 GiB stream through, by the client library and by `dfs put` of a 4 GiB file (16 GiB of disk)
 	$(GO) run ./load-test/bench -only baseline,large,rss,rss-cli -rss-size 4GiB $(BENCHFLAGS)
+
+bench-peer: ## dfs beside SeaweedFS in one run, alternating: 4 KiB uploads (synced and not) and downloads, 256 MiB up and down (WEED=path to a weed binary)
+	@test -n "$(WEED)" || { echo "bench-peer: set WEED to a weed binary (SeaweedFS)"; exit 2; }
+	WEED=$(WEED) $(GO) run ./load-test/bench -only baseline,small-volumes,seaweedfs,large $(BENCHFLAGS)
+
+test-peer: ## the seaweedfs phase's own check against a real SeaweedFS, in -quick mode (WEED=path; not part of `make test`)
+	@test -n "$(WEED)" || { echo "test-peer: set WEED to a weed binary (SeaweedFS)"; exit 2; }
+	WEED=$(WEED) $(GO) test -count=1 -tags peer -run TestSeaweedfsQuick ./load-test/bench/

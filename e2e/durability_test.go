@@ -48,7 +48,7 @@ func (c *cluster) dfsStatus() (int, client.DurabilityReport) {
 func risks(d client.DurabilityReport) map[string][3]any {
 	out := map[string][3]any{}
 	for _, n := range d.Nodes {
-		out[n.NodeID] = [3]any{n.Status, n.FilesLeftWithOneCopy, n.FilesLeftWithNoCopy}
+		out[n.NodeID] = [3]any{client.NodeStatus(n.Status), n.FilesLeftWithOneCopy, n.FilesLeftWithNoCopy}
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,29 +131,4 @@ func TestPeerRows(t *testing.T) {
 	}, got)
 	i := slices.IndexFunc(b.res.Rows, func(r Row) bool { return r.Baseline == peerUploadSynced })
 	require.Equal(t, "target ≥ 1.5", b.res.Rows[i].Note)
-}
-
-// TestSeaweedfsQuick runs the seaweedfs phase on its own in -quick mode
-// against the weed binary WEED names. CI has no weed binary: without WEED
-// the test is skipped.
-func TestSeaweedfsQuick(t *testing.T) {
-	weed := os.Getenv("WEED")
-	if weed == "" {
-		t.Skip("WEED is not set: no SeaweedFS binary to run the seaweedfs phase against (WEED=/path/to/weed go test ./load-test/bench -run TestSeaweedfsQuick)")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
-	if _, err := exec.LookPath(weed); err != nil {
-		t.Fatalf("WEED=%s: %v", weed, err)
-	}
-	out := filepath.Join(t.TempDir(), "results.json")
-	code := run([]string{"-quick", "-only", "seaweedfs", "-large-size", "16MiB", "-json", out})
-	require.Zero(t, code, "the seaweedfs phase failed")
-	data, err := os.ReadFile(out)
-	require.NoError(t, err)
-	for _, key := range []string{peerUploadSynced, peerUpload, peerDownload, peerBigUp, peerBigDown, peerBigUpSynced} {
-		require.Contains(t, string(data), `"`+key+`"`)
-	}
-	require.Contains(t, string(data), "holds at least the")
 }
