@@ -605,10 +605,12 @@ func TestPausedNodeDoesNotHoldALargeUpload(t *testing.T) {
 
 func TestPausedNodeBelowTheThresholdIsNotEvictedAndReadsGoOn(t *testing.T) {
 	t.Parallel()
-	// Eviction takes ten failed probes a second apart. The pause outlasts a
-	// node call's answer timeout (5s), so reads must be served by the other
-	// holders, and ends well before the threshold.
-	c := startCluster(t, options{nodes: 3, coordEnv: []string{"HEALTH_CHECK_INTERVAL=1s", "HEALTH_FAILURE_THRESHOLD=10"}})
+	// Eviction takes twenty failed probes a second apart. The pause outlasts
+	// a node call's answer timeout (5s), so reads must be served by the other
+	// holders, and ends well before the threshold: the calls below take
+	// about 8s in all on a loaded machine, which left too thin a margin
+	// when the threshold was ten.
+	c := startCluster(t, options{nodes: 3, coordEnv: []string{"HEALTH_CHECK_INTERVAL=1s", "HEALTH_FAILURE_THRESHOLD=20"}})
 	all := c.lc.Nodes()
 	files := c.uploadRandom(12, 16<<10)
 	byPrimary, victim := primaries(files)

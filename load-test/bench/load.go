@@ -26,6 +26,24 @@ func (r loopResult) rate() float64 { return float64(r.ops) / r.window.Seconds() 
 func closedLoop(ctx context.Context, n int, warm, window time.Duration, op func(ctx context.Context, worker, i int) error) loopResult {
 	start := time.Now()
 	from, to := start.Add(warm), start.Add(warm+window)
+	return runWorkers(ctx, n, window, op, func(w int) func() (int, bool) {
+		i := 0
+		return func() (int, bool) {
+			if ctx.Err() != nil || !time.Now().Before(to) {
+				return 0, false
+			}
+			i++
+			return i - 1, true
+		}
+	}, func(_, e time.Time) bool { return !e.Before(from) && !e.After(to) })
+}
+
+// runWorkers runs n workers, each calling op for every start its own
+// next gives until next says there are no more, and adds up the calls that
+// counted says fall inside the measured window (s and e are a call's start
+// and end); a counted call that succeeded is timed.
+func runWorkers(ctx context.Context, n int, window time.Duration, op func(ctx context.Context, worker, i int) error,
+	next func(worker int) func() (int, bool), counted func(s, e time.Time) bool) loopResult {
 	res := loopResult{window: window, hist: harness.NewHistogram()}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -34,14 +52,12 @@ func closedLoop(ctx context.Context, n int, warm, window time.Duration, op func(
 			h := harness.NewHistogram()
 			ops, fails := 0, 0
 			var firstErr error
-			for i := 0; ctx.Err() == nil; i++ {
+			more := next(w)
+			for i, ok := more(); ok; i, ok = more() {
 				s := time.Now()
-				if !s.Before(to) {
-					break
-				}
 				err := op(ctx, w, i)
 				e := time.Now()
-				if e.Before(from) || e.After(to) {
+				if !counted(s, e) {
 					continue
 				}
 				if err != nil {

@@ -278,41 +278,10 @@ func pacedLoop(ctx context.Context, n int, rate float64, warm, window time.Durat
 			}
 		}
 	}()
-	res := loopResult{window: window, hist: harness.NewHistogram()}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := range n {
-		wg.Go(func() {
-			h := harness.NewHistogram()
-			ops, fails := 0, 0
-			var firstErr error
-			for i := range starts {
-				s := time.Now()
-				err := op(ctx, w, i)
-				e := time.Now()
-				if s.Before(from) || e.After(to) {
-					continue
-				}
-				if err != nil {
-					fails++
-					if firstErr == nil {
-						firstErr = err
-					}
-					continue
-				}
-				ops++
-				h.Record(e.Sub(s))
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			res.ops += ops
-			res.failures += fails
-			res.hist.Merge(h)
-			if res.firstErr == nil {
-				res.firstErr = firstErr
-			}
-		})
-	}
-	wg.Wait()
-	return res
+	return runWorkers(ctx, n, window, op, func(int) func() (int, bool) {
+		return func() (int, bool) {
+			i, ok := <-starts
+			return i, ok
+		}
+	}, func(s, e time.Time) bool { return !s.Before(from) && !e.After(to) })
 }
