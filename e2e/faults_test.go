@@ -196,7 +196,7 @@ func TestReturningNodeIsReadoptedWithoutCopying(t *testing.T) {
 	eventually(t, settleTimeout, "the RECOVERED rebalance's report", func() (bool, string) {
 		recovered = nil
 		for _, e := range c.logEntries(localcluster.CoordinatorName, "rebalance completed") {
-			if e.str("trigger") == client.TriggerRecovered && e.str("node") == victim {
+			if e.str("trigger") == string(client.TriggerRecovered) && e.str("node") == victim {
 				recovered = append(recovered, e)
 			}
 		}

@@ -155,10 +155,10 @@ func (c *cluster) coordLog() string { return c.lc.LogPath(localcluster.Coordinat
 
 // rebalanceEntries returns the entries of the coordinator log at path with
 // msg prefix for rebalances with the given trigger and node.
-func (c *cluster) rebalanceEntries(path, prefix, trigger, node string) []logEntry {
+func (c *cluster) rebalanceEntries(path, prefix string, trigger client.Trigger, node string) []logEntry {
 	c.t.Helper()
 	return slices.DeleteFunc(readLogEntries(c.t, path, prefix), func(e logEntry) bool {
-		return e.str("trigger") != trigger || e.str("node") != node
+		return e.str("trigger") != string(trigger) || e.str("node") != node
 	})
 }
 

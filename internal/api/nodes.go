@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/membership"
@@ -18,27 +19,6 @@ import (
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/ring"
 )
-
-// nodeJSON is a storage node as the API shows it.
-type nodeJSON struct {
-	NodeID               string          `json:"nodeId"`
-	Host                 string          `json:"host"`
-	Port                 int             `json:"port"`
-	Status               meta.NodeStatus `json:"status"`
-	OnRing               bool            `json:"onRing"`
-	KeyspaceSharePercent float64         `json:"keyspaceSharePercent"`
-	RegisteredAt         time.Time       `json:"registeredAt"`
-	LastCheckAt          *time.Time      `json:"lastCheckAt"`
-	LastHealthyAt        *time.Time      `json:"lastHealthyAt"`
-	ConsecutiveFailures  int             `json:"consecutiveFailures"`
-	ConsecutiveSuccesses int             `json:"consecutiveSuccesses"`
-	BlobCount            *int64          `json:"blobCount,omitempty"`
-	BytesUsed            *int64          `json:"bytesUsed,omitempty"`
-	FreeBytes            *int64          `json:"freeBytes,omitempty"`
-	DiskID               string          `json:"diskId,omitempty"`
-	// Drain is the node's drain while this coordinator runs it.
-	Drain *ops.Operation `json:"drain,omitempty"`
-}
 
 // NodeStorage is what a node reports it stores.
 type NodeStorage struct {
@@ -50,7 +30,7 @@ const statsTimeout = time.Second
 
 // withStorage fills in each node's storage figures, asking every node in
 // parallel; a node that does not answer in time is shown without them.
-func (s *server) withStorage(ctx context.Context, out []nodeJSON) {
+func (s *server) withStorage(ctx context.Context, out []apiwire.Node) {
 	if s.NodeStats == nil {
 		return
 	}
@@ -70,7 +50,7 @@ func (s *server) withStorage(ctx context.Context, out []nodeJSON) {
 }
 
 // withDrains adds the drains running now to the nodes that have one.
-func (s *server) withDrains(out []nodeJSON) {
+func (s *server) withDrains(out []apiwire.Node) {
 	if s.Operations == nil {
 		return
 	}
@@ -81,9 +61,9 @@ func (s *server) withDrains(out []nodeJSON) {
 	}
 }
 
-func toNodeJSON(n meta.Node, shares map[string]float64) nodeJSON {
-	return nodeJSON{
-		NodeID: n.ID, Host: n.Host, Port: n.Port, Status: n.Status, OnRing: n.OnRing(),
+func toNodeJSON(n meta.Node, shares map[string]float64) apiwire.Node {
+	return apiwire.Node{
+		NodeID: n.ID, Host: n.Host, Port: n.Port, Status: apiwire.NodeStatus(n.Status), OnRing: n.OnRing(),
 		KeyspaceSharePercent: round2(shares[n.ID]), RegisteredAt: n.RegisteredAt,
 		LastCheckAt: n.LastCheckAt, LastHealthyAt: n.LastHealthyAt,
 		ConsecutiveFailures: n.ConsecutiveFailures, ConsecutiveSuccesses: n.ConsecutiveSuccesses,
@@ -95,15 +75,8 @@ func round2(v float64) float64 {
 	return float64(int64(v*100+0.5)) / 100
 }
 
-type registerRequest struct {
-	NodeID string `json:"nodeId"`
-	Host   string `json:"host"`
-	Port   int    `json:"port"`
-	DiskID string `json:"diskId"`
-}
-
 func (s *server) register(w http.ResponseWriter, r *http.Request) {
-	var req registerRequest
+	var req apiwire.RegisterRequest
 	if err := decodeJSON(r, &req); err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -123,7 +96,7 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	shares := s.Members.Ring().Shares()
-	out := make([]nodeJSON, 0, len(nodes))
+	out := make([]apiwire.Node, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, toNodeJSON(n, shares))
 	}
@@ -138,39 +111,18 @@ func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	out := []nodeJSON{toNodeJSON(n, s.Members.Ring().Shares())}
+	out := []apiwire.Node{toNodeJSON(n, s.Members.Ring().Shares())}
 	s.withStorage(r.Context(), out)
 	s.withDrains(out)
 	httpx.WriteJSON(w, http.StatusOK, out[0])
 }
 
-type ringJSON struct {
-	PhysicalNodes       int             `json:"physicalNodes"`
-	VirtualNodesPerNode int             `json:"virtualNodesPerNode"`
-	TotalRingPositions  int             `json:"totalRingPositions"`
-	Nodes               []ringShareJSON `json:"nodes"`
-	// Points, asked for with ?points=true, are the ring's virtual nodes in
-	// ring order; each owns the arc from the point before it (exclusive) to
-	// its own position (inclusive), the first one the arc wrapping past 0.
-	Points []ringPointJSON `json:"points,omitempty"`
-}
-
-type ringPointJSON struct {
-	NodeID   string `json:"nodeId"`
-	Position int64  `json:"position"`
-}
-
-type ringShareJSON struct {
-	NodeID               string  `json:"nodeId"`
-	KeyspaceSharePercent float64 `json:"keyspaceSharePercent"`
-}
-
-func ringInfo(rg *ring.Ring) ringJSON {
-	out := ringJSON{PhysicalNodes: len(rg.Nodes()), VirtualNodesPerNode: rg.VNodes(), TotalRingPositions: rg.Len(), Nodes: []ringShareJSON{}}
+func ringInfo(rg *ring.Ring) apiwire.RingInfo {
+	out := apiwire.RingInfo{PhysicalNodes: len(rg.Nodes()), VirtualNodesPerNode: rg.VNodes(), TotalRingPositions: rg.Len(), Nodes: []apiwire.RingShare{}}
 	for id, share := range rg.Shares() {
-		out.Nodes = append(out.Nodes, ringShareJSON{NodeID: id, KeyspaceSharePercent: round2(share)})
+		out.Nodes = append(out.Nodes, apiwire.RingShare{NodeID: id, KeyspaceSharePercent: round2(share)})
 	}
-	slices.SortFunc(out.Nodes, func(a, b ringShareJSON) int {
+	slices.SortFunc(out.Nodes, func(a, b apiwire.RingShare) int {
 		return cmp.Or(cmp.Compare(b.KeyspaceSharePercent, a.KeyspaceSharePercent), cmp.Compare(a.NodeID, b.NodeID))
 	})
 	return out
@@ -185,17 +137,12 @@ func (s *server) ringInfo(w http.ResponseWriter, r *http.Request) {
 	rg := s.Members.Ring()
 	out := ringInfo(rg)
 	if points {
-		out.Points = make([]ringPointJSON, 0, rg.Len())
+		out.Points = make([]apiwire.RingPoint, 0, rg.Len())
 		for _, p := range rg.Points() {
-			out.Points = append(out.Points, ringPointJSON{NodeID: p.Node, Position: p.Pos})
+			out.Points = append(out.Points, apiwire.RingPoint{NodeID: p.Node, Position: p.Pos})
 		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
-}
-
-type deregisterJSON struct {
-	Node  nodeJSON              `json:"node"`
-	Drain rebalance.DrainReport `json:"drain"`
 }
 
 // boolParam reads an optional true/false query parameter.
@@ -239,7 +186,7 @@ func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteJSON(w, http.StatusOK, plan)
 			return
 		}
-		if refusal := plan.Refusal(); refusal != nil {
+		if refusal := rebalance.Refusal(plan); refusal != nil {
 			if !force {
 				httpx.WriteError(w, r, refusal)
 				return
@@ -266,7 +213,7 @@ func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, status, deregisterJSON{Node: toNodeJSON(n, s.Members.Ring().Shares()), Drain: rep})
+	httpx.WriteJSON(w, status, apiwire.DeregisterResult{Node: toNodeJSON(n, s.Members.Ring().Shares()), Drain: rep})
 }
 
 func (s *server) rejoin(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,8 @@
 // the server writes and the client reads unchanged, so that each answer has
 // one definition on both sides (the openapi document describes them, and the
 // client's schema test checks it against them). It imports nothing of the
-// server, so the client stays free of it.
+// server but the operations tracker's Operation (package ops, which imports
+// nothing itself), so the client stays free of it.
 package apiwire
 
 import "strconv"

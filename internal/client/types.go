@@ -32,13 +32,13 @@ const (
 )
 
 // NodeStatus is a storage node's state.
-type NodeStatus string
+type NodeStatus = apiwire.NodeStatus
 
 // Node states.
 const (
-	NodeHealthy      NodeStatus = "HEALTHY"
-	NodeUnhealthy    NodeStatus = "UNHEALTHY"
-	NodeDeregistered NodeStatus = "DEREGISTERED"
+	NodeHealthy      = apiwire.NodeHealthy
+	NodeUnhealthy    = apiwire.NodeUnhealthy
+	NodeDeregistered = apiwire.NodeDeregistered
 )
 
 // UploadResult is the answer of POST /api/files.
@@ -164,121 +164,31 @@ type CopyCheck struct {
 	Error  string     `json:"error,omitempty"`
 }
 
-// Node is a storage node as GET /api/nodes and GET /api/nodes/{id} show it.
-type Node struct {
-	NodeID               string     `json:"nodeId"`
-	Host                 string     `json:"host"`
-	Port                 int        `json:"port"`
-	Status               NodeStatus `json:"status"`
-	OnRing               bool       `json:"onRing"`
-	KeyspaceSharePercent float64    `json:"keyspaceSharePercent"`
-	RegisteredAt         time.Time  `json:"registeredAt"`
-	LastCheckAt          *time.Time `json:"lastCheckAt"`
-	LastHealthyAt        *time.Time `json:"lastHealthyAt"`
-	ConsecutiveFailures  int        `json:"consecutiveFailures"`
-	ConsecutiveSuccesses int        `json:"consecutiveSuccesses"`
-	// BlobCount, BytesUsed and FreeBytes are the node's own figures, absent
-	// (nil) when it did not answer in time.
-	BlobCount *int64 `json:"blobCount,omitempty"`
-	BytesUsed *int64 `json:"bytesUsed,omitempty"`
-	FreeBytes *int64 `json:"freeBytes,omitempty"`
-	// DiskID is the identity of the node's data directory; empty while
-	// unknown.
-	DiskID string `json:"diskId,omitempty"`
-	// Drain is the node's drain while the answering coordinator runs it;
-	// nil otherwise.
-	Drain *Operation `json:"drain,omitempty"`
-}
+// The nodes' answers and the registration body, defined with the server's
+// in apiwire: a node (GET /api/nodes), the ring (GET /api/nodes/ring), a
+// deregistration (DELETE /api/nodes/{id}).
+type (
+	Node             = apiwire.Node
+	RegisterRequest  = apiwire.RegisterRequest
+	RingInfo         = apiwire.RingInfo
+	RingPoint        = apiwire.RingPoint
+	RingShare        = apiwire.RingShare
+	DeregisterResult = apiwire.DeregisterResult
+)
 
 // Operation is a rebalance, drain, repair or scrub pass as GET
 // /api/cluster/operations shows it: the coordinator's own type, whose
 // package holds nothing else the client would not want.
 type Operation = ops.Operation
 
-// RegisterRequest is the body of POST /api/nodes/register.
-type RegisterRequest struct {
-	NodeID string `json:"nodeId"`
-	Host   string `json:"host"`
-	Port   int    `json:"port"`
-	// DiskID is the identity of the node's data directory; optional.
-	DiskID string `json:"diskId,omitempty"`
-}
-
-// RingInfo is the answer of GET /api/nodes/ring; Nodes are largest share first.
-type RingInfo struct {
-	PhysicalNodes       int         `json:"physicalNodes"`
-	VirtualNodesPerNode int         `json:"virtualNodesPerNode"`
-	TotalRingPositions  int         `json:"totalRingPositions"`
-	Nodes               []RingShare `json:"nodes"`
-	// Points lists every virtual node in ring order; only with points=true.
-	Points []RingPoint `json:"points,omitempty"`
-}
-
-// RingPoint is one virtual node of the ring.
-type RingPoint struct {
-	NodeID   string `json:"nodeId"`
-	Position int64  `json:"position"`
-}
-
-// RingShare is one node's part of the keyspace.
-type RingShare struct {
-	NodeID               string  `json:"nodeId"`
-	KeyspaceSharePercent float64 `json:"keyspaceSharePercent"`
-}
-
-// DeregisterResult is the answer of DELETE /api/nodes/{id}.
-type DeregisterResult struct {
-	Node  Node        `json:"node"`
-	Drain DrainReport `json:"drain"`
-}
-
-// DrainPlan is the answer of DELETE /api/nodes/{id}?dryRun=true: what a
-// drain would copy to which nodes, and whether it is safe.
-type DrainPlan struct {
-	Node              string        `json:"node"`
-	Safe              bool          `json:"safe"`
-	Reasons           []string      `json:"reasons"`
-	Files             int           `json:"files"`
-	Bytes             int64         `json:"bytes"`
-	FilesOnNode       int           `json:"filesOnNode"`
-	BytesOnNode       int64         `json:"bytesOnNode"`
-	PendingUploads    int           `json:"pendingUploads"`
-	RemainingNodes    int           `json:"remainingNodes"`
-	ReplicationFactor int           `json:"replicationFactor"`
-	Targets           []DrainTarget `json:"targets"`
-	SoleCopies        []string      `json:"soleCopies"`
-}
-
-// DrainTarget is what one node would receive in a drain.
-type DrainTarget struct {
-	NodeID string `json:"nodeId"`
-	Files  int    `json:"files"`
-	Bytes  int64  `json:"bytes"`
-	// FreeBytes is nil when the node did not report its free space.
-	FreeBytes *int64 `json:"freeBytes"`
-}
-
-// DrainReport tells how far a deregistered node's drain has come.
-type DrainReport struct {
-	Node           string           `json:"node"`
-	FilesRemaining int              `json:"filesRemaining"`
-	PendingUploads int              `json:"pendingUploads,omitempty"`
-	Complete       bool             `json:"complete"`
-	Run            *RebalanceReport `json:"run,omitempty"`
-	// Progress is that of the drain's run going on now, if one is.
-	Progress *RunProgress `json:"progress,omitempty"`
-}
-
-// RunProgress is how far a run that is still going has come.
-type RunProgress struct {
-	StartedAt      time.Time `json:"startedAt"`
-	FilesDone      int       `json:"filesDone"`
-	FilesTotal     int       `json:"filesTotal"`
-	BytesCopied    int64     `json:"bytesCopied"`
-	BytesPerSecond float64   `json:"bytesPerSecond"`
-	// EtaSeconds is nil before the first file is done.
-	EtaSeconds *float64 `json:"etaSeconds"`
-}
+// The answers of DELETE /api/nodes/{id}?dryRun=true (a drain's plan) and of
+// a drain's progress, defined with the server's in apiwire.
+type (
+	DrainPlan   = apiwire.DrainPlan
+	DrainTarget = apiwire.DrainTarget
+	DrainReport = apiwire.DrainReport
+	RunProgress = apiwire.RunProgress
+)
 
 // Cluster health states.
 const (
@@ -294,37 +204,22 @@ type (
 	ComponentState = apiwire.ComponentState
 )
 
+// Trigger names why a rebalance ran.
+type Trigger = apiwire.Trigger
+
 // Rebalance triggers.
 const (
-	TriggerJoined       = "JOINED"
-	TriggerFailed       = "FAILED"
-	TriggerRecovered    = "RECOVERED"
-	TriggerDeregistered = "DEREGISTERED"
-	TriggerManual       = "MANUAL"
-	TriggerRepair       = "REPAIR"
+	TriggerJoined       = apiwire.TriggerJoined
+	TriggerFailed       = apiwire.TriggerFailed
+	TriggerRecovered    = apiwire.TriggerRecovered
+	TriggerDeregistered = apiwire.TriggerDeregistered
+	TriggerManual       = apiwire.TriggerManual
+	TriggerRepair       = apiwire.TriggerRepair
 )
 
-// RebalanceReport is the outcome of one rebalance run.
-type RebalanceReport struct {
-	Trigger            string   `json:"trigger"`
-	Node               string   `json:"node,omitempty"`
-	FilesScanned       int      `json:"filesScanned"`
-	FilesAffected      int      `json:"filesAffected"`
-	ChunksMoved        int      `json:"chunksMoved"`
-	CopiesCreated      int      `json:"copiesCreated"`
-	CopiesRemoved      int      `json:"copiesRemoved"`
-	PrimariesPromoted  int      `json:"primariesPromoted"`
-	Failures           int      `json:"failures"`
-	UnrecoverableFiles []string `json:"unrecoverableFiles"`
-	// FilesSkipped counts files the run did not reconcile; Complete is
-	// false when there are any, and the run is then retried.
-	FilesSkipped int   `json:"filesSkipped"`
-	DurationMs   int64 `json:"durationMs"`
-	Complete     bool  `json:"complete"`
-	// Skipped is true when another coordinator was running the same
-	// rebalance, so this run did nothing.
-	Skipped bool `json:"skipped,omitempty"`
-}
+// RebalanceReport is the outcome of one rebalance run, defined with the
+// server's in apiwire.
+type RebalanceReport = apiwire.RebalanceReport
 
 // HealthCheckResult is the answer of POST /api/admin/health-check.
 type HealthCheckResult struct {

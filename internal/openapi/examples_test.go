@@ -50,7 +50,7 @@ func handlerAnswers() map[answer]bool {
 	add(rules.Unavailable(nil, "example"))
 	// internal/files keeps this error unexported: an upload to an empty ring.
 	add(errs.WithCode(errs.Unavailable, errs.CodeNoHealthyNodes, nil, "no storage node is on the ring"))
-	add(rebalance.DrainPlan{Node: "example", Reasons: []string{"example"}}.Refusal())
+	add(rebalance.Refusal(rebalance.DrainPlan{Node: "example", Reasons: []string{"example"}}))
 	// The upload sessions' own codes (internal/files).
 	add(errs.WithCode(errs.NotFound, errs.CodeUploadNotFound, nil, "example"))
 	add(errs.WithCode(errs.Invalid, errs.CodeMissingPart, nil, "example"))

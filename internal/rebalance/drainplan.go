@@ -9,51 +9,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/ring"
 )
 
 // DrainPlan is what draining a node would do, worked out from the metadata
-// and the ring without the node, and whether doing it is safe. A drain
-// reconciles every file with a copy on the node, so the nodes that gain a
-// copy are those of the file's preference list on that ring that hold no
-// ACTIVE copy yet; on a cluster at full replication they are exactly the
-// nodes its preference list gains.
-type DrainPlan struct {
-	Node string `json:"node"`
-	// Safe is true when Reasons is empty.
-	Safe    bool     `json:"safe"`
-	Reasons []string `json:"reasons"`
-	// Files and Bytes are what the drain would copy: files that gain at
-	// least one copy, and the bytes written summed over every new copy.
-	Files int   `json:"files"`
-	Bytes int64 `json:"bytes"`
-	// FilesOnNode and BytesOnNode are what leaves the node: its files
-	// (uploads in flight and deleted files aside) and their size.
-	FilesOnNode int   `json:"filesOnNode"`
-	BytesOnNode int64 `json:"bytesOnNode"`
-	// PendingUploads counts uploads in flight with a copy planned on the
-	// node; a drain leaves them to their upload.
-	PendingUploads    int `json:"pendingUploads"`
-	RemainingNodes    int `json:"remainingNodes"`
-	ReplicationFactor int `json:"replicationFactor"`
-	// Targets are the nodes that would receive copies, by node id.
-	Targets []DrainTarget `json:"targets"`
-	// SoleCopies lists the files whose only healthy copy is on the node
-	// and that no remaining node can take (at most soleCopiesShown).
-	SoleCopies []string `json:"soleCopies"`
-}
-
-// DrainTarget is one node's share of a drain.
-type DrainTarget struct {
-	NodeID string `json:"nodeId"`
-	Files  int    `json:"files"`
-	Bytes  int64  `json:"bytes"`
-	// FreeBytes is the free space the node reported; nil when it did not
-	// answer.
-	FreeBytes *int64 `json:"freeBytes"`
-}
+// and the ring without the node, and whether doing it is safe; DrainTarget
+// is one node's share of it. Both are the API's answer as it is sent.
+type (
+	DrainPlan   = apiwire.DrainPlan
+	DrainTarget = apiwire.DrainTarget
+)
 
 // soleCopiesShown bounds the file ids a plan and its refusal name.
 const soleCopiesShown = 10
@@ -61,7 +29,7 @@ const soleCopiesShown = 10
 // Refusal is the error a drain that is not safe is refused with, or nil
 // for a safe plan. Its code is UNSAFE_DRAIN and its message carries every
 // reason.
-func (p DrainPlan) Refusal() error {
+func Refusal(p DrainPlan) error {
 	if len(p.Reasons) == 0 {
 		return nil
 	}

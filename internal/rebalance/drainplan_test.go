@@ -72,7 +72,7 @@ func TestDrainPlanOfAHealthyClusterNamesWhatEachNodeGains(t *testing.T) {
 		Free: freeOf(plenty, "B", "C", "D")})
 	require.True(t, p.Safe, p.Reasons)
 	require.Empty(t, p.Reasons)
-	require.NoError(t, p.Refusal())
+	require.NoError(t, Refusal(p))
 	require.Equal(t, len(files), p.Files, "every file on A gains one copy")
 	require.Equal(t, len(files), p.FilesOnNode)
 	require.Equal(t, bytes, p.Bytes)
@@ -193,7 +193,7 @@ func TestDrainPlanReasons(t *testing.T) {
 			}
 			require.Equal(t, tt.targets, p.Targets)
 
-			err := p.Refusal()
+			err := Refusal(p)
 			require.Equal(t, errs.Conflict, errs.KindOf(err))
 			require.Equal(t, errs.CodeUnsafeDrain, errs.CodeOf(err))
 			for _, r := range tt.reasons {

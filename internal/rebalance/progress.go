@@ -1,23 +1,14 @@
 package rebalance
 
 import (
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // Progress is how far a run that is still going has come.
-type Progress struct {
-	StartedAt  time.Time `json:"startedAt"`
-	FilesDone  int       `json:"filesDone"`
-	FilesTotal int       `json:"filesTotal"`
-	// BytesCopied counts the bytes of the copies created so far.
-	BytesCopied    int64   `json:"bytesCopied"`
-	BytesPerSecond float64 `json:"bytesPerSecond"`
-	// EtaSeconds extrapolates the time left from the files done so far;
-	// nil before the first one is done.
-	EtaSeconds *float64 `json:"etaSeconds"`
-}
+type Progress = apiwire.RunProgress
 
 // liveRun is the progress of one run, updated by its workers.
 type liveRun struct {

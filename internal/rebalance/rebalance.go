@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -28,59 +29,24 @@ import (
 )
 
 // Trigger names why a rebalance runs.
-type Trigger string
+type Trigger = apiwire.Trigger
 
 // The triggers of CONTRACT.md.
 const (
-	Joined       Trigger = "JOINED"
-	Failed       Trigger = "FAILED"
-	Recovered    Trigger = "RECOVERED"
-	Deregistered Trigger = "DEREGISTERED"
-	Manual       Trigger = "MANUAL"
-	Repair       Trigger = "REPAIR"
+	Joined       = apiwire.TriggerJoined
+	Failed       = apiwire.TriggerFailed
+	Recovered    = apiwire.TriggerRecovered
+	Deregistered = apiwire.TriggerDeregistered
+	Manual       = apiwire.TriggerManual
+	Repair       = apiwire.TriggerRepair
 )
 
-// Report is the outcome of one run.
-type Report struct {
-	Trigger       Trigger `json:"trigger"`
-	Node          string  `json:"node,omitempty"`
-	FilesScanned  int     `json:"filesScanned"`
-	FilesAffected int     `json:"filesAffected"`
-	// ChunksMoved counts the affected blobs that are chunks of larger
-	// files; each is also counted in FilesAffected.
-	ChunksMoved        int      `json:"chunksMoved"`
-	CopiesCreated      int      `json:"copiesCreated"`
-	CopiesRemoved      int      `json:"copiesRemoved"`
-	PrimariesPromoted  int      `json:"primariesPromoted"`
-	Failures           int      `json:"failures"`
-	UnrecoverableFiles []string `json:"unrecoverableFiles"`
-	// FilesSkipped counts the files this run did not reconcile: their lease
-	// was held or could not be had, a reconcile ended in an error, or the
-	// run was cut short before reaching them.
-	FilesSkipped int   `json:"filesSkipped"`
-	DurationMs   int64 `json:"durationMs"`
-	// Complete is true when every file was reconciled. A run that is not
-	// complete did not do its job: whoever asked for it must retry it.
-	Complete bool `json:"complete"`
-	// Skipped is true when another coordinator was running the same
-	// rebalance, so this one did nothing.
-	Skipped bool `json:"skipped,omitempty"`
-}
-
-// DrainReport tells how far a deregistered node's drain has come.
-type DrainReport struct {
-	Node           string `json:"node"`
-	FilesRemaining int    `json:"filesRemaining"`
-	// PendingUploads counts uploads still in flight (or abandoned, until the
-	// repair loop settles them) with a copy planned on the node. They are
-	// not files yet, so they do not hold the drain up.
-	PendingUploads int     `json:"pendingUploads,omitempty"`
-	Complete       bool    `json:"complete"`
-	Run            *Report `json:"run,omitempty"`
-	// Progress is that of the drain's run going on in this coordinator,
-	// if one is.
-	Progress *Progress `json:"progress,omitempty"`
-}
+// Report is the outcome of one run, and DrainReport how far a deregistered
+// node's drain has come, as the API sends them.
+type (
+	Report      = apiwire.RebalanceReport
+	DrainReport = apiwire.DrainReport
+)
 
 // Reconciler is the one placement routine.
 type Reconciler interface {
