@@ -111,6 +111,9 @@ type Disk struct {
 	mode     SyncMode
 	syncer   *syncGroup // batch mode only
 	batchMax int64      // batch mode: larger copies are written in file mode
+	// seen holds every id the tree may have a file of, so that looking up
+	// an id it never held costs no system call.
+	seen *heldFilter
 
 	// crashAt names a step at which Receive stops as if the process died
 	// there, leaving its files behind; tests use it to check the crash windows.
@@ -186,7 +189,8 @@ func openDiskLayout(dir string, opts Options, layout Layout, acct *accounting) (
 		lock.Close()
 		return nil, err
 	}
-	d := &Disk{root: root, rootDir: rootDir, lock: lock, rootInfo: fi, acct: acct, mode: mode, batchMax: batchMax}
+	d := &Disk{root: root, rootDir: rootDir, lock: lock, rootInfo: fi, acct: acct, mode: mode, batchMax: batchMax,
+		seen: newHeldFilter()}
 	if mode == SyncBatch {
 		d.syncer = newSyncGroup(func() error { return syncFS(rootDir) })
 	}

@@ -25,6 +25,9 @@ type held struct {
 
 // lookup reports whether id is present: blob and sidecar both exist.
 func (d *Disk) lookup(id string) (held, error) {
+	if !d.seen.mayHold(id) {
+		return held{}, nil
+	}
 	sum, err := readSidecar(sidecarPath(d.root, id))
 	var sumErr error
 	switch {

@@ -62,6 +62,7 @@ func (d *Disk) recoverLeaf(a, b string) error {
 		if !e.Type().IsRegular() || ValidateID(id) != nil || !inShard(id, a, b) {
 			continue // not ours: leave it alone
 		}
+		d.seen.add(id)
 		if isSidecar {
 			sidecars[id] = true
 			continue

@@ -67,6 +67,7 @@ func (d *Disk) Receive(ctx context.Context, id, checksum string, size int64, r i
 
 // write runs the publication sequence of the copy's sync mode (see Disk).
 func (d *Disk) write(ctx context.Context, id, sum string, size int64, r io.Reader, cur held) (Info, error) {
+	d.seen.add(id) // before any file of id exists (heldFilter)
 	mode := d.copyMode(size)
 	dir, err := d.ensureShard(id, mode)
 	if err != nil {

@@ -41,9 +41,10 @@ import (
 // Writes are committed in groups: one appender per store writes the records
 // handed to it to the active volume (each batch with one pwritev) and makes
 // a group durable with one fdatasync, and only then updates the index and
-// acknowledges it. While one group's sync runs, the records that arrive are
-// already written behind it, forming the next group, whose sync starts when
-// the first returns. A crash therefore loses only records nobody was told
+// acknowledges it. While one group's sync runs, the records that arrive
+// form the next group, whose sync starts when the first returns: large ones
+// are written behind it at once, small ones held in memory and written
+// together when it returns. A crash therefore loses only records nobody was told
 // about. A failed sync fails every record of its group and of the group
 // written behind it, and cuts the volume back to where its group began (the
 // length the last successful sync covered); a failed write (a full disk

@@ -27,6 +27,16 @@ const (
 	maxGroupBytes   = 32 << 20
 )
 
+// writeAheadMin is how many bytes of records the appender holds in memory
+// while a sync runs before it writes them behind the group in sync. Copying
+// a large record into the page cache takes long enough to be worth
+// overlapping with the sync; a small one is one pwritev(2) of a few
+// microseconds of kernel CPU, and 4 KiB records arrive one by one, so
+// written at once each cost a system call of its own (0.93 per copy on a
+// node of the cluster bench). Held until the sync returns, a group of them
+// goes in one write, tens of microseconds, before the next sync starts.
+const writeAheadMin = 128 << 10
+
 // The crashAt steps of the appender, in the order a group meets them.
 const (
 	// crashVolumeCreated: a new volume's superblock is written, neither the
@@ -92,14 +102,16 @@ func (v *Volumes) commit(r *appendReq) error {
 //
 // It keeps at most two groups of the active volume in hand: one whose
 // fdatasync is running (on its own goroutine) and one being filled. Records
-// that arrive while a sync runs are written straight away, each batch with
-// one pwritev from the records' own buffers, into the filling group; when
-// the sync returns, the filling group's sync starts at once. So the copies
-// into the page cache of one group overlap the sync of the one before, the
-// syncs follow each other with no gap, and each still covers a group that
-// was whole in the file before it began. A group is acknowledged only once
-// its own sync has returned; groups are answered in the order they were
-// written.
+// that arrive while a sync runs are held in memory until they add up to
+// writeAheadMin bytes, then written, each batch with one pwritev from the
+// records' own buffers, into the filling group; when the sync returns, what
+// is still held is written the same way and the filling group's sync starts
+// at once. So the copies into the page cache of large records overlap the
+// sync of the group before, small records share a write as they share a
+// sync, the syncs follow each other with no gap but that last write, and
+// each still covers a group that was whole in the file before it began. A
+// group is acknowledged only once its own sync has returned; groups are
+// answered in the order they were written.
 func (v *Volumes) appender() {
 	defer close(v.appenderDone)
 	a := &appendState{v: v, synced: make(chan error, 1)}
@@ -109,12 +121,22 @@ func (v *Volumes) appender() {
 	}
 	v.mu.Unlock()
 	reqs := v.reqs
-	batch := make([]*appendReq, 0, maxGroupRecords)
-	for reqs != nil || a.syncing != nil || a.filling != nil {
+	// held are records taken but not yet written, heldBytes their length.
+	held := make([]*appendReq, 0, maxGroupRecords)
+	heldBytes := 0
+	write := func() {
+		a.append(held)
+		held, heldBytes = held[:0], 0
+	}
+	for reqs != nil || a.syncing != nil || a.filling != nil || len(held) > 0 {
+		if a.syncing == nil && len(held) > 0 {
+			write()
+		}
 		a.startSync()
 		in := reqs
-		if a.filling.full() {
-			in = nil // wait for the running sync
+		records, n := a.filling.records()+len(held), a.filling.bytes()+heldBytes
+		if records >= maxGroupRecords || n >= maxGroupBytes {
+			in = nil // the group behind the running sync is full: wait for it
 		}
 		select {
 		case r, ok := <-in:
@@ -122,9 +144,8 @@ func (v *Volumes) appender() {
 				reqs = nil
 				continue
 			}
-			batch = append(batch[:0], r)
-			n := len(r.rec) + a.filling.bytes()
-			records := 1 + a.filling.records()
+			held, heldBytes = append(held, r), heldBytes+len(r.rec)
+			records, n = records+1, n+len(r.rec)
 		gather:
 			for records < maxGroupRecords && n < maxGroupBytes {
 				select {
@@ -133,14 +154,15 @@ func (v *Volumes) appender() {
 						reqs = nil
 						break gather
 					}
-					batch = append(batch, r)
-					n += len(r.rec)
-					records++
+					held, heldBytes = append(held, r), heldBytes+len(r.rec)
+					records, n = records+1, n+len(r.rec)
 				default:
 					break gather
 				}
 			}
-			a.append(batch)
+			if heldBytes >= writeAheadMin {
+				write()
+			}
 		case err := <-a.synced:
 			a.finish(err)
 		}
@@ -153,10 +175,6 @@ type group struct {
 	start, end int64
 	reqs       []*appendReq
 	took       time.Duration // its fdatasync, once returned
-}
-
-func (g *group) full() bool {
-	return g != nil && (len(g.reqs) >= maxGroupRecords || g.end-g.start >= maxGroupBytes)
 }
 
 func (g *group) bytes() int {

@@ -36,6 +36,10 @@ func holdFirstSync(t *testing.T) (entered <-chan struct{}, release func()) {
 	return in, release
 }
 
+// bigPayload is the data of a record that is written as soon as it arrives,
+// even while a sync runs: it alone reaches writeAheadMin.
+func bigPayload(i int) []byte { return bytes.Repeat([]byte{byte(i), 'b'}, writeAheadMin/2) }
+
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -43,9 +47,9 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
-// TestVolumesWritesOverlapSync: records that arrive while a group's sync
-// runs are written to the volume during it, acknowledged only after a sync
-// of their own, and all of them share that one sync.
+// TestVolumesWritesOverlapSync: large records that arrive while a group's
+// sync runs are written to the volume during it, acknowledged only after a
+// sync of their own, and all of them share that one sync.
 func TestVolumesWritesOverlapSync(t *testing.T) {
 	dir := t.TempDir()
 	v := openVolumes(t, dir, Options{})
@@ -63,9 +67,9 @@ func TestVolumesWritesOverlapSync(t *testing.T) {
 	var want int64 = recordLen(vid(1), int64(len(payload(1))))
 	errc := make(chan error, writers)
 	for i := 2; i < 2+writers; i++ {
-		want += recordLen(vid(i), int64(len(payload(i))))
+		want += recordLen(vid(i), int64(len(bigPayload(i))))
 		go func() {
-			_, _, err := v.Receive(context.Background(), vid(i), sum(payload(i)), -1, bytes.NewReader(payload(i)))
+			_, _, err := v.Receive(context.Background(), vid(i), sum(bigPayload(i)), -1, bytes.NewReader(bigPayload(i)))
 			errc <- err
 		}()
 	}
@@ -91,6 +95,62 @@ func TestVolumesWritesOverlapSync(t *testing.T) {
 	require.Equal(t, int64(2), after.Syncs-before.Syncs, "the held group, then one group of every record written during its sync")
 	require.Equal(t, int64(1+writers), after.Waits-before.Waits)
 	require.Equal(t, synced+want, v.length(v.active))
+	require.NoError(t, v.Close())
+	v = openVolumes(t, dir, Options{})
+	require.Zero(t, v.Recovery().TornBytes)
+	for i := 0; i < 2; i++ {
+		requireHeld(t, v, vid(i), payload(i))
+	}
+	for i := 2; i < 2+writers; i++ {
+		requireHeld(t, v, vid(i), bigPayload(i))
+	}
+}
+
+// TestVolumesSmallRecordsShareAWrite: small records that arrive while a
+// group's sync runs are held in memory, not written, until it returns; then
+// all of them go to the volume in one write and share one sync.
+func TestVolumesSmallRecordsShareAWrite(t *testing.T) {
+	dir := t.TempDir()
+	v := openVolumes(t, dir, Options{})
+	putV(t, v, vid(0), payload(0))
+	entered, release := holdFirstSync(t)
+	var mu sync.Mutex
+	var writes []int // records per write
+	orig := writeVolume
+	t.Cleanup(func() { writeVolume = orig })
+	writeVolume = func(f *os.File, bufs [][]byte, off int64) (int, error) {
+		mu.Lock()
+		writes = append(writes, len(bufs))
+		mu.Unlock()
+		return orig(f, bufs, off)
+	}
+	var queued atomic.Int64
+	v.submitted = func() { queued.Add(1) }
+	const writers = 20
+	errc := make(chan error, writers+1)
+	receive := func(i int) {
+		_, _, err := v.Receive(context.Background(), vid(i), sum(payload(i)), -1, bytes.NewReader(payload(i)))
+		errc <- err
+	}
+	go receive(1)
+	<-entered
+	inSync := fileSize(t, volumeFile(dir, 1))
+	for i := 2; i < 2+writers; i++ {
+		go receive(i)
+	}
+	require.Eventually(t, func() bool { return queued.Load() == writers+1 }, 10*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // room for a write during the sync, which must not come
+	require.Equal(t, inSync, fileSize(t, volumeFile(dir, 1)), "nothing is written behind the group in sync")
+	before := v.GroupCommits()
+	release()
+	for range writers + 1 {
+		require.NoError(t, <-errc)
+	}
+	after := v.GroupCommits()
+	require.Equal(t, int64(2), after.Syncs-before.Syncs, "the held group, then one group of every record that arrived during its sync")
+	mu.Lock()
+	require.Equal(t, []int{1, writers}, writes, "the held record, then the rest in one write")
+	mu.Unlock()
 	require.NoError(t, v.Close())
 	v = openVolumes(t, dir, Options{})
 	require.Zero(t, v.Recovery().TornBytes)
@@ -120,7 +180,7 @@ func TestVolumesFailedWriteDuringSync(t *testing.T) {
 		n, _ := f.WriteAt(bufs[0][:len(bufs[0])/2], off) // what a filling disk lets through
 		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
 	}
-	_, _, err := v.Receive(context.Background(), vid(2), sum(payload(2)), -1, bytes.NewReader(payload(2)))
+	_, _, err := v.Receive(context.Background(), vid(2), sum(bigPayload(2)), -1, bytes.NewReader(bigPayload(2)))
 	require.Equal(t, errs.NoSpace, errs.KindOf(err), "%v", err)
 	require.Equal(t, held, fileSize(t, volumeFile(dir, 1)), "only the failed write is cut off")
 	select {
@@ -172,7 +232,7 @@ func TestVolumesFailedSyncFailsWritesBehindIt(t *testing.T) {
 	<-in
 	behind := make(chan error, 1)
 	go func() {
-		_, _, err := v.Receive(context.Background(), vid(2), sum(payload(2)), -1, bytes.NewReader(payload(2)))
+		_, _, err := v.Receive(context.Background(), vid(2), sum(bigPayload(2)), -1, bytes.NewReader(bigPayload(2)))
 		behind <- err
 	}()
 	require.Eventually(t, func() bool { return fileSize(t, volumeFile(dir, 1)) > synced+recordLen(vid(1), int64(len(payload(1)))) },
@@ -193,19 +253,22 @@ func TestVolumesFailedSyncFailsWritesBehindIt(t *testing.T) {
 	requireGone(t, v, vid(2))
 }
 
-// TestVolumesGroupRecordCap: while a sync runs, the group filling behind it
-// stops at maxGroupRecords records; the writers beyond wait for the next
-// group instead of being written.
+// TestVolumesGroupRecordCap: while a sync runs, the group gathering behind
+// it stops at maxGroupRecords records; the writers beyond wait for the next
+// group.
 func TestVolumesGroupRecordCap(t *testing.T) {
 	dir := t.TempDir()
 	v := openVolumes(t, dir, Options{})
 	putV(t, v, vid(0), payload(0))
 	entered, release := holdFirstSync(t)
-	var written atomic.Int64
+	var mu sync.Mutex
+	var writes []int // records per write
 	orig := writeVolume
 	t.Cleanup(func() { writeVolume = orig })
 	writeVolume = func(f *os.File, bufs [][]byte, off int64) (int, error) {
-		written.Add(int64(len(bufs)))
+		mu.Lock()
+		writes = append(writes, len(bufs))
+		mu.Unlock()
 		return orig(f, bufs, off)
 	}
 	var queued atomic.Int64
@@ -221,10 +284,7 @@ func TestVolumesGroupRecordCap(t *testing.T) {
 	for i := 2; i < 2+writers; i++ {
 		go receive(i)
 	}
-	require.Eventually(t, func() bool { return queued.Load() == writers+1 && written.Load() == 1+maxGroupRecords },
-		10*time.Second, time.Millisecond, "the held record and a full group behind it are written")
-	time.Sleep(20 * time.Millisecond) // room for a write beyond the cap, which must not come
-	require.Equal(t, int64(1+maxGroupRecords), written.Load())
+	require.Eventually(t, func() bool { return queued.Load() == writers+1 }, 10*time.Second, time.Millisecond)
 	before := v.GroupCommits()
 	release()
 	for range writers + 1 {
@@ -233,6 +293,9 @@ func TestVolumesGroupRecordCap(t *testing.T) {
 	after := v.GroupCommits()
 	require.Equal(t, int64(3), after.Syncs-before.Syncs, "the held record, the full group, the rest")
 	require.Equal(t, int64(writers+1), after.Waits-before.Waits)
+	mu.Lock()
+	require.Equal(t, []int{1, maxGroupRecords, writers - maxGroupRecords}, writes)
+	mu.Unlock()
 	for i := 0; i < 2+writers; i++ {
 		requireHeld(t, v, vid(i), payload(i))
 	}
