@@ -85,6 +85,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024), ops: ops.New(ops.Options{})}
+	// The namespace and the keys are read from the store itself; only the
+	// embedded store's object rows are cached, below.
+	ns, ok := base.(meta.Namespace)
+	if !ok {
+		a.close()
+		return nil, fmt.Errorf("the metadata store %T keeps no S3 namespace", base)
+	}
 	a.content = contentcache.New(cfg.ContentCacheSize, cfg.ContentCacheMaxFile)
 	a.metrics = metrics.NewCoordinator(reg, metrics.Options{
 		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
@@ -130,6 +137,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		a.store = localcache.New(a.store, localcache.Options{
 			Entries: cfg.LocalCacheEntries, Hits: a.metrics.LocalCacheHit, Misses: a.metrics.LocalCacheMiss,
 		})
+		// Object rows too, on the same terms: the namespace's writes pass
+		// the cache, and so does every file delete (which takes the file's
+		// key with it), since the file service and the repairs delete
+		// through a.store.
+		objs := localcache.NewObjects(ns, cfg.LocalCacheEntries)
+		a.store = objs.WatchFiles(a.store)
+		ns = objs
 	}
 	// No lease lives longer than LEASE_TTL between renewals, so a dead
 	// coordinator's leases lapse within it.
@@ -199,13 +213,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		store: store, rebalancer: a.rebalancer, uploads: a.files, cluster: a.members,
 		interval: cfg.RepairInterval, pendingTimeout: cfg.PendingUploadTimeout, leaseAge: staleLeaseAge, log: log, lock: locker,
 		catchUp: cfg.RebalanceOnMembershipChange, busy: func() bool { return !a.idle() }, refresh: a.members.Load,
-	}
-	// The namespace and the keys are read from the store itself: the caches
-	// in front of it keep file records only.
-	ns, ok := base.(meta.Namespace)
-	if !ok {
-		a.close()
-		return nil, fmt.Errorf("the metadata store %T keeps no S3 namespace", base)
 	}
 	keys, err := auth.New(ns, cfg.RootAccessKey, cfg.RootSecretKey, log)
 	if err != nil {

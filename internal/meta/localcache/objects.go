@@ -1,0 +1,196 @@
+package localcache
+
+import (
+	"container/list"
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/dfs-project/dfs/internal/meta"
+)
+
+// Objects keeps recently read object rows (bucket, key → file and stored
+// headers) in memory, in front of the embedded store's namespace, for the
+// same reason and on the same terms as Store keeps file records: every write
+// that can change or remove a row passes through this process.
+//
+// A row changes or goes by PutObject, DeleteObject and DeleteBucket, which
+// pass Objects itself, and by the deletion of the file it names (the store
+// cascades the row away with its file row), which passes the meta.Store that
+// WatchFiles returns. Every file delete of the coordinator must go through
+// that store, or a key whose file was deleted could still be served.
+//
+// A miss fills only if no such write started or finished while the store was
+// read, as in Store.GetFile.
+type Objects struct {
+	meta.Namespace
+	max int
+
+	mu      sync.Mutex
+	entries map[objectKey]*list.Element // of *objectEntry; front is most recent
+	// byFile finds the rows held that name a file, for its delete. The
+	// store does not forbid two keys naming one file, so it is a set.
+	byFile map[string]map[objectKey]struct{}
+	lru    list.List
+	writes uint64 // as in Store: a fill is kept only if it has not moved
+}
+
+type objectKey struct{ bucket, key string }
+
+type objectEntry struct {
+	key objectKey
+	o   meta.Object
+}
+
+// NewObjects returns a cache of up to entries object rows in front of ns.
+func NewObjects(ns meta.Namespace, entries int) *Objects {
+	return &Objects{Namespace: ns, max: entries, entries: map[objectKey]*list.Element{}, byFile: map[string]map[objectKey]struct{}{}}
+}
+
+// Len is the number of rows held.
+func (c *Objects) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// GetObject answers from memory, or reads the store and keeps a copy. A key
+// that is absent is not kept: its PutObject would have to find it.
+func (c *Objects) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
+	k := objectKey{bucket, key}
+	c.mu.Lock()
+	if el, ok := c.entries[k]; ok {
+		c.lru.MoveToFront(el)
+		o := cloneObject(el.Value.(*objectEntry).o)
+		c.mu.Unlock()
+		return o, nil
+	}
+	seen := c.writes
+	c.mu.Unlock()
+
+	o, err := c.Namespace.GetObject(ctx, bucket, key)
+	if err != nil {
+		return o, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writes != seen {
+		return o, nil // a write overlapped the read: the row may be stale
+	}
+	if el, ok := c.entries[k]; ok { // another reader filled it meanwhile
+		c.lru.MoveToFront(el)
+		return o, nil
+	}
+	c.entries[k] = c.lru.PushFront(&objectEntry{key: k, o: cloneObject(o)})
+	c.index(o.FileID, k)
+	for c.lru.Len() > c.max {
+		c.remove(c.lru.Back())
+	}
+	return o, nil
+}
+
+// PutObject implements meta.Namespace. Like every write here it drops what
+// it changes before the store's write and again after it: the first makes a
+// read that started earlier discard what it read, the second one that
+// started while the write was in flight.
+func (c *Objects) PutObject(ctx context.Context, o *meta.Object) (string, error) {
+	k := objectKey{o.Bucket, o.Key}
+	c.invalidateKey(k)
+	defer c.invalidateKey(k)
+	return c.Namespace.PutObject(ctx, o)
+}
+
+// DeleteObject implements meta.Namespace.
+func (c *Objects) DeleteObject(ctx context.Context, bucket, key string) (meta.Object, error) {
+	k := objectKey{bucket, key}
+	c.invalidateKey(k)
+	defer c.invalidateKey(k)
+	return c.Namespace.DeleteObject(ctx, bucket, key)
+}
+
+// DeleteBucket implements meta.Namespace. The store removes only an empty
+// bucket, so no row should go with it; every row held is dropped all the
+// same, since a bucket's delete is rare and this needs no proof that the
+// bucket was empty in the cache too.
+func (c *Objects) DeleteBucket(ctx context.Context, name string) error {
+	c.invalidateAll()
+	defer c.invalidateAll()
+	return c.Namespace.DeleteBucket(ctx, name)
+}
+
+// WatchFiles returns store with its DeleteFile made to drop the rows that
+// name the file, whose rows the store deletes with it.
+func (c *Objects) WatchFiles(store meta.Store) meta.Store {
+	return &fileDeletes{Store: store, c: c}
+}
+
+// fileDeletes is a meta.Store that tells Objects of each file delete. Only
+// DeleteFile deletes a file a key can name: the session and part writes
+// delete chunk rows, and a key names a whole file or a manifest, never a
+// chunk.
+type fileDeletes struct {
+	meta.Store
+	c *Objects
+}
+
+// DeleteFile implements meta.Store.
+func (f *fileDeletes) DeleteFile(ctx context.Context, id string) error {
+	f.c.invalidateFile(id)
+	defer f.c.invalidateFile(id)
+	return f.Store.DeleteFile(ctx, id)
+}
+
+func (c *Objects) invalidateKey(k objectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	if el, ok := c.entries[k]; ok {
+		c.remove(el)
+	}
+}
+
+func (c *Objects) invalidateFile(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	for k := range c.byFile[id] {
+		c.remove(c.entries[k])
+	}
+}
+
+func (c *Objects) invalidateAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	c.entries = map[objectKey]*list.Element{}
+	c.byFile = map[string]map[objectKey]struct{}{}
+	c.lru.Init()
+}
+
+// index records that the row held under k names file; c.mu is held.
+func (c *Objects) index(file string, k objectKey) {
+	keys := c.byFile[file]
+	if keys == nil {
+		keys = map[objectKey]struct{}{}
+		c.byFile[file] = keys
+	}
+	keys[k] = struct{}{}
+}
+
+// remove drops one row held and its index entry; c.mu is held.
+func (c *Objects) remove(el *list.Element) {
+	e := c.lru.Remove(el).(*objectEntry)
+	delete(c.entries, e.key)
+	file := e.o.FileID
+	delete(c.byFile[file], e.key)
+	if len(c.byFile[file]) == 0 {
+		delete(c.byFile, file)
+	}
+}
+
+// cloneObject copies o so that neither the caller nor the cache can change
+// the other's headers.
+func cloneObject(o meta.Object) meta.Object {
+	o.Headers = maps.Clone(o.Headers)
+	return o
+}
