@@ -221,6 +221,16 @@ func (cs *chunkStream) fill() error {
 	return nil
 }
 
+func (cs *chunkStream) Close() error {
+	cs.cancel()
+	for f := range cs.next {
+		cs.s.release(&f)
+	}
+	<-cs.done
+	cs.s.release(&cs.cur)
+	return nil
+}
+
 // countedChunks is a chunked download's body: counted like any other, and
 // sent by WriteTo from the chunk buffers themselves.
 type countedChunks struct {
@@ -232,16 +242,6 @@ func (c *countedChunks) WriteTo(w io.Writer) (int64, error) {
 	n, err := c.cs.WriteTo(w)
 	c.n += n
 	return n, err
-}
-
-func (cs *chunkStream) Close() error {
-	cs.cancel()
-	for f := range cs.next {
-		cs.s.release(&f)
-	}
-	<-cs.done
-	cs.s.release(&cs.cur)
-	return nil
 }
 
 // hashInto reads the chunks in order, verified, into h. Its buffers come
