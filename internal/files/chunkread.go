@@ -168,27 +168,57 @@ func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size
 }
 
 func (cs *chunkStream) Read(p []byte) (int, error) {
+	if err := cs.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(p, cs.rest)
+	cs.rest = cs.rest[n:]
+	return n, nil
+}
+
+// WriteTo sends the rest of the stream to w straight from the chunk
+// buffers, a chunk's part in one Write: read through io.Copy's buffer,
+// every byte was copied once more on its way to the socket, a tenth of
+// the coordinator's CPU on a large download.
+func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
+	var sent int64
+	for {
+		if err := cs.fill(); err == io.EOF {
+			return sent, nil
+		} else if err != nil {
+			return sent, err
+		}
+		n, err := w.Write(cs.rest)
+		sent += int64(n)
+		cs.rest = cs.rest[n:]
+		if err != nil {
+			return sent, err
+		}
+	}
+}
+
+// fill makes cs.rest the next bytes to send, taking the next chunk when
+// the current one is sent; at the end it returns io.EOF.
+func (cs *chunkStream) fill() error {
 	for len(cs.rest) == 0 {
 		if cs.err != nil {
-			return 0, cs.err
+			return cs.err
 		}
 		cs.s.release(&cs.cur)
 		f, ok := <-cs.next
 		if !ok {
 			cs.err = io.EOF
-			return 0, io.EOF
+			return io.EOF
 		}
 		if f.err != nil {
 			// A chunk no holder could serve: the response breaks off
 			// short of its length, so the client sees a failed transfer.
 			cs.err = f.err
-			return 0, f.err
+			return f.err
 		}
 		cs.cur, cs.rest = f, f.data
 	}
-	n := copy(p, cs.rest)
-	cs.rest = cs.rest[n:]
-	return n, nil
+	return nil
 }
 
 func (cs *chunkStream) Close() error {
@@ -199,6 +229,19 @@ func (cs *chunkStream) Close() error {
 	<-cs.done
 	cs.s.release(&cs.cur)
 	return nil
+}
+
+// countedChunks is a chunked download's body: counted like any other, and
+// sent by WriteTo from the chunk buffers themselves.
+type countedChunks struct {
+	countingBody
+	cs *chunkStream
+}
+
+func (c *countedChunks) WriteTo(w io.Writer) (int64, error) {
+	n, err := c.cs.WriteTo(w)
+	c.n += n
+	return n, err
 }
 
 // hashInto reads the chunks in order, verified, into h. Its buffers come

@@ -121,7 +121,7 @@ func (s *Service) openChunked(ctx context.Context, rec meta.FileRecord, rng *byt
 	if err != nil {
 		return nil, err
 	}
-	body := &countingBody{rc: cs, done: func(bytes int64) { s.opt.Events.Downloaded(first.node, first.failovers, bytes) }}
+	body := &countedChunks{cs: cs, countingBody: countingBody{rc: cs, done: func(bytes int64) { s.opt.Events.Downloaded(first.node, first.failovers, bytes) }}}
 	return &Download{File: rec.File, ServedBy: first.node, Failovers: first.failovers, Range: rng, Body: body}, nil
 }
 
