@@ -1,10 +1,17 @@
 // Package localcache keeps recently read file records in the coordinator's
 // own memory, in front of a metadata store that no other process writes: the
 // embedded SQLite store, which belongs to exactly one coordinator. Every
-// write of a file record goes through this process, so dropping the record
-// on each write keeps the cache exact; with PostgreSQL, where several
-// coordinators write, the shared Redis cache (package redisx) is the one to
-// use, since this one would not hear of another coordinator's writes.
+// write of a file record goes through this process, so the cache can stay
+// exact by hearing of each one; with PostgreSQL, where several coordinators
+// write, the shared Redis cache (package redisx) is the one to use, since
+// this one would not hear of another coordinator's writes.
+//
+// A write drops the record when it starts, and when it has succeeded keeps
+// the record the store returned (write-through), so the first download after
+// an upload does not read the store. It keeps it only if no other write of
+// that record, and no write that changes records it cannot name, overlapped
+// it: two writes of one record whose calls overlap may return in either
+// order, and the one returning last need not hold what the store holds.
 //
 // A lookup that misses reads the store and keeps what it read only if no
 // write of any file record started or finished meanwhile, so a read that
@@ -29,11 +36,27 @@ type Store struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *entry; front is most recent
 	lru     list.List
-	// writes counts invalidations: a fill is kept only when it has not
-	// moved since the store was read.
+	// writes counts the starts and ends of writes: a fill is kept only when
+	// it has not moved since the store was read.
 	writes uint64
+	// wholesale counts the starts of writes that change records they cannot
+	// name (beginAll), wholesaleInflight those in progress: a write-through
+	// is kept only when none began during the write and none is in progress
+	// at its end (one that began earlier may commit after it).
+	wholesale         uint64
+	wholesaleInflight int
+	// inflight holds the writes in progress, by the id of the record.
+	inflight map[string]*flight
 
 	hits, misses func()
+}
+
+// flight is the writes of one record in progress.
+type flight struct {
+	n int
+	// crossed: a write of the record began while another was in progress,
+	// so none of them knows whether its own result is the latest.
+	crossed bool
 }
 
 type entry struct {
@@ -55,7 +78,10 @@ func New(store meta.Store, o Options) meta.Store {
 		return store
 	}
 	nop := func() {}
-	s := &Store{Store: store, max: o.Entries, entries: map[string]*list.Element{}, hits: o.Hits, misses: o.Misses}
+	s := &Store{
+		Store: store, max: o.Entries, entries: map[string]*list.Element{}, inflight: map[string]*flight{},
+		hits: o.Hits, misses: o.Misses,
+	}
 	if s.hits == nil {
 		s.hits = nop
 	}
@@ -95,27 +121,29 @@ func (s *Store) GetFile(ctx context.Context, id string) (meta.FileRecord, error)
 	if s.writes != seen {
 		return rec, nil // a write overlapped the read: what was read may be stale
 	}
-	if el, ok := s.entries[id]; ok { // another reader filled it meanwhile
-		el.Value.(*entry).rec = clone(rec)
+	s.put(id, rec)
+	return rec, nil
+}
+
+// put keeps a copy of rec as id's record, the most recent; s.mu is held.
+func (s *Store) put(id string, rec meta.FileRecord) {
+	rec = clone(rec)
+	if el, ok := s.entries[id]; ok { // another reader or a write filled it meanwhile
+		el.Value.(*entry).rec = rec
 		s.lru.MoveToFront(el)
-		return rec, nil
+		return
 	}
-	s.entries[id] = s.lru.PushFront(&entry{id: id, rec: clone(rec)})
+	s.entries[id] = s.lru.PushFront(&entry{id: id, rec: rec})
 	for s.lru.Len() > s.max {
 		oldest := s.lru.Back()
 		s.lru.Remove(oldest)
 		delete(s.entries, oldest.Value.(*entry).id)
 	}
-	return rec, nil
 }
 
-// invalidate drops id and marks that a write happened. Writes call it both
-// before and after the store's write: the first makes a read that started
-// earlier discard what it read, the second one that started while the write
-// was in flight.
-func (s *Store) invalidate(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// drop forgets id's record and marks that a write started or ended, so that
+// a read in progress discards what it read; s.mu is held.
+func (s *Store) drop(id string) {
 	s.writes++
 	if el, ok := s.entries[id]; ok {
 		s.lru.Remove(el)
@@ -123,29 +151,85 @@ func (s *Store) invalidate(id string) {
 	}
 }
 
+// write is one write of a record, from begin to end.
+type write struct {
+	s         *Store
+	id        string
+	wholesale uint64
+}
+
+// begin drops id's record before the store's write and notes the write as
+// in progress.
+func (s *Store) begin(id string) write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop(id)
+	if f, ok := s.inflight[id]; ok {
+		f.n++
+		f.crossed = true
+	} else {
+		s.inflight[id] = &flight{n: 1}
+	}
+	return write{s: s, id: id, wholesale: s.wholesale}
+}
+
+// end follows the store's write. It drops id's record again, for a read
+// that started while the write was in progress, then keeps rec when the
+// write succeeded (rec is non-nil) and nothing could have overtaken it:
+// no other write of id overlapped it, and no write of records it cannot
+// name (beginAll) did.
+// rec must be what the store returned, which is what its GetFile would.
+func (w write) end(rec *meta.FileRecord) {
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop(w.id)
+	f := s.inflight[w.id]
+	f.n--
+	if f.n == 0 {
+		delete(s.inflight, w.id)
+	}
+	overtaken := f.crossed || s.wholesale != w.wholesale || s.wholesaleInflight > 0
+	if rec == nil || overtaken || rec.Status == meta.FilePending {
+		return
+	}
+	kept := *rec
+	kept.Chunks = nil // the file service's, not the store's (meta.FileRecord)
+	s.put(w.id, kept)
+}
+
+// finish ends w, keeping rec when err is nil.
+func (w write) finish(rec *meta.FileRecord, err error) error {
+	if err != nil {
+		rec = nil
+	}
+	w.end(rec)
+	return err
+}
+
 // CreateFile implements meta.Store.
 func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
-	s.invalidate(rec.ID)
-	defer s.invalidate(rec.ID)
-	return s.Store.CreateFile(ctx, rec)
+	w := s.begin(rec.ID)
+	return w.finish(rec, s.Store.CreateFile(ctx, rec))
 }
 
 // UpdateFile implements meta.Store.
 func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
-	s.invalidate(rec.ID)
-	defer s.invalidate(rec.ID)
-	// A chunk's write moves its file's stored status too.
+	w := s.begin(rec.ID)
+	// A chunk's write moves its file's stored status too, to a value only
+	// the store knows.
 	if parent := rec.Chunk.ParentID; parent != "" {
-		s.invalidate(parent)
-		defer s.invalidate(parent)
+		pw := s.begin(parent)
+		defer pw.end(nil)
 	}
-	return s.Store.UpdateFile(ctx, rec)
+	return w.finish(rec, s.Store.UpdateFile(ctx, rec))
 }
 
-// TouchFile implements meta.Store.
+// TouchFile implements meta.Store. The time it stores is not returned, so
+// the record is dropped, not kept.
 func (s *Store) TouchFile(ctx context.Context, id string) error {
-	s.invalidate(id)
-	defer s.invalidate(id)
+	w := s.begin(id)
+	defer w.end(nil)
 	return s.Store.TouchFile(ctx, id)
 }
 
@@ -153,51 +237,69 @@ func (s *Store) TouchFile(ctx context.Context, id string) error {
 // chunks' records, so then every record held is dropped.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	if rec, err := s.Store.GetFile(ctx, id); err == nil && rec.Manifest() {
-		s.invalidateAll()
-		defer s.invalidateAll()
+		s.beginAll()
+		defer s.endAll()
 		return s.Store.DeleteFile(ctx, id)
 	}
-	s.invalidate(id)
-	defer s.invalidate(id)
+	w := s.begin(id)
+	defer w.end(nil)
 	return s.Store.DeleteFile(ctx, id)
 }
 
 // FinishPart implements meta.Store; it changes the records of the chunks
 // of the attempts it replaces.
 func (s *Store) FinishPart(ctx context.Context, p *meta.UploadPart) ([]string, error) {
-	s.invalidateAll()
-	defer s.invalidateAll()
+	s.beginAll()
+	defer s.endAll()
 	return s.Store.FinishPart(ctx, p)
 }
 
 // CompleteSession implements meta.Store; it changes the records of every
 // chunk of the session.
 func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest *meta.FileRecord, partIDs []string) ([]string, error) {
-	s.invalidateAll()
-	defer s.invalidateAll()
+	s.beginAll()
+	defer s.endAll()
 	return s.Store.CompleteSession(ctx, sessionID, manifest, partIDs)
 }
 
 // DeleteSession implements meta.Store; it changes the records of every
 // chunk of the session.
 func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) {
-	s.invalidateAll()
-	defer s.invalidateAll()
+	s.beginAll()
+	defer s.endAll()
 	return s.Store.DeleteSession(ctx, id)
 }
 
 // MarkNodeCopiesLost implements meta.Store. It changes records it cannot
 // name in advance, so every record held is dropped, before and after, the
-// way invalidate drops one.
+// way begin and end drop one.
 func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
-	s.invalidateAll()
-	defer s.invalidateAll()
+	s.beginAll()
+	defer s.endAll()
 	return s.Store.MarkNodeCopiesLost(ctx, nodeID, reason)
 }
 
-func (s *Store) invalidateAll() {
+// beginAll drops every record held before a write that changes records it
+// cannot name.
+func (s *Store) beginAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.wholesale++
+	s.wholesaleInflight++
+	s.dropAll()
+}
+
+// endAll drops every record held again after such a write, for reads and
+// writes that were in progress meanwhile.
+func (s *Store) endAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wholesaleInflight--
+	s.dropAll()
+}
+
+// dropAll forgets every record; s.mu is held.
+func (s *Store) dropAll() {
 	s.writes++
 	s.entries = map[string]*list.Element{}
 	s.lru.Init()

@@ -2,6 +2,7 @@ package localcache
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 	"github.com/dfs-project/dfs/internal/meta/metatest"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/ring"
@@ -62,7 +64,7 @@ func TestRepeatedReadsAreServedFromMemoryAndWritesAreSeen(t *testing.T) {
 	s, c := newCached(t, openSQLite(t), 10)
 	addNode(t, s, "n1")
 	addNode(t, s, "n2")
-	rec := newActiveFile(t, s, "n1")
+	rec := newActiveFile(t, s.Store, "n1") // written behind the cache: the first read misses
 
 	first, err := s.GetFile(ctx, rec.ID)
 	require.NoError(t, err)
@@ -109,7 +111,7 @@ func TestLeastRecentlyUsedRecordIsDropped(t *testing.T) {
 	ctx := context.Background()
 	s, c := newCached(t, openSQLite(t), 2)
 	addNode(t, s, "n1")
-	a, b, d := newActiveFile(t, s, "n1"), newActiveFile(t, s, "n1"), newActiveFile(t, s, "n1")
+	a, b, d := newActiveFile(t, s.Store, "n1"), newActiveFile(t, s.Store, "n1"), newActiveFile(t, s.Store, "n1")
 	for _, id := range []string{a.ID, b.ID, a.ID, d.ID} { // b is the least recent when d arrives
 		_, err := s.GetFile(ctx, id)
 		require.NoError(t, err)
@@ -147,7 +149,7 @@ func TestAReadOverlappingAWriteIsNotKept(t *testing.T) {
 	base := &slowStore{Store: openSQLite(t), started: make(chan struct{}), release: make(chan struct{})}
 	s, _ := newCached(t, base, 10)
 	addNode(t, s, "n1")
-	rec := newActiveFile(t, s, "n1")
+	rec := newActiveFile(t, base, "n1") // behind the cache, so that the read goes to the store
 
 	base.hold.Store(true)
 	var wg sync.WaitGroup
@@ -190,4 +192,206 @@ func TestEveryStoreMethodIsDecided(t *testing.T) {
 		"FileIDsByRisk", "RepairQueue",
 	}
 	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
+}
+
+// requireSameAsStore checks that the cache answers id with exactly what the
+// store underneath holds.
+func requireSameAsStore(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	want, err := s.Store.GetFile(ctx, id)
+	require.NoError(t, err)
+	got, err := s.GetFile(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+func TestAWriteKeepsTheRecordItWrote(t *testing.T) {
+	ctx := context.Background()
+	s, c := newCached(t, openSQLite(t), 10)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		addNode(t, s, n)
+	}
+	id := uuid.NewString()
+	rec := &meta.FileRecord{File: meta.File{
+		ID: id, Name: "f", ContentType: "text/plain", SizeBytes: 4, Status: meta.FilePending,
+		ReplicationFactor: 3, RingPosition: ring.Position(id),
+	}, Replicas: []meta.Replica{ // not in node order: the store sorts them
+		{NodeID: "n3", Status: meta.ReplicaPending}, {NodeID: "n1", Status: meta.ReplicaPending},
+	}}
+	require.NoError(t, s.CreateFile(ctx, rec))
+	require.Zero(t, s.Len(), "a PENDING record is not kept")
+
+	rec.Status, rec.PrimaryNodeID, rec.Checksum = meta.FileActive, "n1", "ab"
+	rec.Replicas[0].Status, rec.Replicas[1].Status = meta.ReplicaActive, meta.ReplicaFailed
+	rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: "n2", Status: meta.ReplicaActive})
+	rec.Chunks = []meta.FileRecord{{}} // the file service's; the store's reads have none
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	rec.Replicas[0].NodeID = "scribbled" // the caller's copy stays the caller's
+	requireSameAsStore(t, s, id)
+	require.EqualValues(t, 1, c.hits.Load(), "the first read after the update is a hit")
+	require.Zero(t, c.misses.Load())
+
+	created := newActiveFile(t, s, "n2")
+	requireSameAsStore(t, s, created.ID)
+	require.EqualValues(t, 2, c.hits.Load(), "so is the first read after an ACTIVE CreateFile")
+
+	stale := rules.CloneRecord(created)
+	require.NoError(t, s.UpdateFile(ctx, created))
+	stale.StatusReason = "never stored"
+	require.True(t, errs.Is(s.UpdateFile(ctx, &stale), errs.Conflict))
+	require.Equal(t, 1, s.Len(), "a failed write keeps nothing")
+	requireSameAsStore(t, s, created.ID)
+}
+
+// gatedStore can hold a method before or after the store runs it, until
+// released: after, it is a write that has committed but not yet returned.
+type gatedStore struct {
+	meta.Store
+	mu    sync.Mutex
+	gates map[string]*gate // by "Method:before" or "Method:after"; each holds once
+}
+
+type gate struct{ reached, release chan struct{} }
+
+func newGated(t *testing.T) *gatedStore {
+	return &gatedStore{Store: openSQLite(t), gates: map[string]*gate{}}
+}
+
+func (g *gatedStore) arm(point string) *gate {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gt := &gate{reached: make(chan struct{}), release: make(chan struct{})}
+	g.gates[point] = gt
+	return gt
+}
+
+func (g *gatedStore) pass(point string) {
+	g.mu.Lock()
+	gt := g.gates[point]
+	delete(g.gates, point)
+	g.mu.Unlock()
+	if gt != nil {
+		close(gt.reached)
+		<-gt.release
+	}
+}
+
+func (g *gatedStore) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
+	g.pass("UpdateFile:before")
+	err := g.Store.UpdateFile(ctx, rec)
+	g.pass("UpdateFile:after")
+	return err
+}
+
+func (g *gatedStore) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) ([]string, error) {
+	g.pass("MarkNodeCopiesLost:before")
+	ids, err := g.Store.MarkNodeCopiesLost(ctx, nodeID, reason)
+	g.pass("MarkNodeCopiesLost:after")
+	return ids, err
+}
+
+// Two updates of one record whose calls overlap: the first to commit is the
+// last to return, and must not leave its older record cached.
+func TestOverlappingWritesOfOneRecordKeepNeither(t *testing.T) {
+	ctx := context.Background()
+	base := newGated(t)
+	s, _ := newCached(t, base, 10)
+	addNode(t, s, "n1")
+	rec := newActiveFile(t, s, "n1")
+
+	held := base.arm("UpdateFile:after")
+	first := rules.CloneRecord(rec)
+	first.StatusReason = "first"
+	var wg sync.WaitGroup
+	wg.Go(func() { require.NoError(t, s.UpdateFile(ctx, &first)) })
+	<-held.reached // committed, not yet returned
+
+	second := rules.CloneRecord(&first)
+	second.StatusReason = "second"
+	require.NoError(t, s.UpdateFile(ctx, &second))
+	close(held.release)
+	wg.Wait()
+
+	got, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, "second", got.StatusReason)
+	requireSameAsStore(t, s, rec.ID)
+}
+
+// An update that commits before MarkNodeCopiesLost commits but returns after
+// it: what the update wrote is no longer what the store holds.
+func TestAWriteOvertakenByAWholesaleWriteIsNotKept(t *testing.T) {
+	ctx := context.Background()
+	base := newGated(t)
+	s, _ := newCached(t, base, 10)
+	addNode(t, s, "n1")
+	rec := newActiveFile(t, s, "n1")
+
+	lostBefore := base.arm("MarkNodeCopiesLost:before")
+	lostAfter := base.arm("MarkNodeCopiesLost:after")
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := s.MarkNodeCopiesLost(ctx, "n1", "disk replaced")
+		require.NoError(t, err)
+	})
+	<-lostBefore.reached
+
+	update := base.arm("UpdateFile:after")
+	updated := make(chan error)
+	go func() {
+		rec.StatusReason = "updated"
+		updated <- s.UpdateFile(ctx, rec)
+	}()
+	<-update.reached // the update has committed
+	close(lostBefore.release)
+	<-lostAfter.reached // and so has MarkNodeCopiesLost, after it
+	close(update.release)
+	require.NoError(t, <-updated)
+	requireSameAsStore(t, s, rec.ID)
+	close(lostAfter.release)
+	wg.Wait()
+	got, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	r, _ := got.Replica("n1")
+	require.Equal(t, meta.ReplicaFailed, r.Status)
+}
+
+// Many writers and readers of a few records, with wholesale writes among
+// them (run with -race): whatever order the calls return in, the cache ends
+// holding what the store holds.
+func TestConcurrentWritesLeaveTheStoresRecords(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newCached(t, openSQLite(t), 10)
+	addNode(t, s, "n1")
+	addNode(t, s, "n2")
+	ids := make([]string, 3)
+	for i := range ids {
+		ids[i] = newActiveFile(t, s, "n1").ID
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				id := ids[(w+i)%len(ids)]
+				rec, err := s.GetFile(ctx, id)
+				require.NoError(t, err)
+				rec.StatusReason = fmt.Sprintf("writer %d, write %d", w, i)
+				if err := s.UpdateFile(ctx, &rec); err != nil {
+					require.True(t, errs.Is(err, errs.Conflict), "%v", err)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			_, err := s.MarkNodeCopiesLost(ctx, "n2", "no copies there")
+			require.NoError(t, err)
+			require.NoError(t, s.TouchFile(ctx, ids[0]))
+		}
+	})
+	wg.Wait()
+	for _, id := range ids {
+		requireSameAsStore(t, s, id)
+	}
 }
