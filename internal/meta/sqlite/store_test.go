@@ -310,11 +310,12 @@ func TestDeadlineIsUnavailable(t *testing.T) {
 }
 
 // reportCommits adds to b's results how many COMMITs (and so fsyncs of the
-// WAL) each op cost and how many write transactions shared each COMMIT,
-// counted from before.
+// WAL) each op cost, how many write transactions shared each COMMIT and the
+// process's CPU time per op, counted from before.
 func reportCommits(b *testing.B, s *Store, before counts) {
 	d := countsOf(s).since(before)
 	b.ReportMetric(float64(d.commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(d.cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	if d.commits > 0 {
 		b.ReportMetric(float64(d.ran)/float64(d.commits), "writes/commit")
 	}
