@@ -29,26 +29,14 @@ const (
 			RETURNING created_at, version, COALESCE(parent_id, ''), chunk_count`
 	sqlReplicasOf = `SELECT id, node_id, status, created_at, updated_at, version
 		FROM file_replicas WHERE file_id = ?`
+	sqlUpdateReplica = `UPDATE file_replicas SET status = ?, updated_at = ?, version = ? WHERE id = ?`
 	sqlDeleteReplica = `DELETE FROM file_replicas WHERE id = ?`
 	sqlTouchFile     = `UPDATE files SET updated_at = ? WHERE id = ?`
 	sqlDeleteFile    = `DELETE FROM files WHERE id = ?`
 )
 
-// replicaBatch is how many copies one sqlUpdateReplicas sets: a replication
-// factor's worth (3 by default) and one more, so that an upload's outcome is
-// one statement rather than one per copy.
-const replicaBatch = 4
-
-// sqlUpdateReplicas gives up to replicaBatch copies, by ID, one status; a
-// shorter list repeats an ID in the unused places, which IN ignores. One
-// statement for the copies costs SQLite less than one each (the statement's
-// own start, binding and cursor set-up), while each row still fires the
-// active_copies trigger as before.
-var sqlUpdateReplicas = `UPDATE file_replicas SET status = ?, updated_at = ?, version = version + 1
-	WHERE id IN (` + placeholders(replicaBatch) + `)`
-
 // writeQueries are prepared when the store opens.
-var writeQueries = []string{sqlInsertFile, sqlInsertReplica, sqlUpdateFile, sqlReplicasOf, sqlUpdateReplicas, sqlDeleteReplica, sqlTouchFile, sqlDeleteFile, sqlSavepoint, sqlRelease, sqlRollbackTo}
+var writeQueries = []string{sqlInsertFile, sqlInsertReplica, sqlUpdateFile, sqlReplicasOf, sqlUpdateReplica, sqlDeleteReplica, sqlTouchFile, sqlDeleteFile, sqlSavepoint, sqlRelease, sqlRollbackTo}
 
 // fileColumns are read with COALESCE so that optional text columns, NULL when
 // empty, scan into plain strings.
@@ -281,7 +269,7 @@ func replaceReplicas(ctx context.Context, ws stmtSet, tx *sql.Tx, c *meta.FileRe
 	}
 	changed, added, removed := rules.MergeReplicas(stored, c.Replicas)
 	// The transaction holds the write lock, so the versions just read are
-	// the stored ones, and the row's version + 1 is this one.
+	// the stored ones.
 	storedVersion := make(map[int64]int64, len(stored))
 	for _, r := range stored {
 		storedVersion[r.ID] = r.Version
@@ -289,9 +277,9 @@ func replaceReplicas(ctx context.Context, ws stmtSet, tx *sql.Tx, c *meta.FileRe
 	for _, i := range changed {
 		r := &c.Replicas[i]
 		r.UpdatedAt, r.Version = t, storedVersion[r.ID]+1
-	}
-	if err := updateStatuses(ctx, ws, tx, c.Replicas, changed, t); err != nil {
-		return err
+		if _, err := ws.exec(ctx, tx, sqlUpdateReplica, string(r.Status), micros(t), r.Version, r.ID); err != nil {
+			return err
+		}
 	}
 	for _, i := range added {
 		r := &c.Replicas[i]
@@ -302,33 +290,6 @@ func replaceReplicas(ctx context.Context, ws stmtSet, tx *sql.Tx, c *meta.FileRe
 	}
 	for _, id := range removed {
 		if _, err := ws.exec(ctx, tx, sqlDeleteReplica, id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// updateStatuses stores the status of the copies at positions changed in
-// reps, those going to the same status together, replicaBatch to a
-// statement.
-func updateStatuses(ctx context.Context, ws stmtSet, tx *sql.Tx, reps []meta.Replica, changed []int, t time.Time) error {
-	done := make([]bool, len(changed))
-	for i := range changed {
-		if done[i] {
-			continue
-		}
-		status := reps[changed[i]].Status
-		args := []any{string(status), micros(t)}
-		for j := i; j < len(changed) && len(args) < 2+replicaBatch; j++ {
-			if !done[j] && reps[changed[j]].Status == status {
-				args = append(args, reps[changed[j]].ID)
-				done[j] = true
-			}
-		}
-		for len(args) < 2+replicaBatch {
-			args = append(args, args[2])
-		}
-		if _, err := ws.exec(ctx, tx, sqlUpdateReplicas, args...); err != nil {
 			return err
 		}
 	}
