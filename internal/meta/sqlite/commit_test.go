@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,30 +67,15 @@ func async(f func() error) <-chan error {
 	return ch
 }
 
-// counts is what the committer has done so far, and the CPU time the test
-// process has used.
-type counts struct {
-	ran, commits int64
-	cpu          time.Duration
-}
+// counts is what the committer has done so far.
+type counts struct{ ran, commits int64 }
 
 func countsOf(s *Store) counts {
-	return counts{ran: s.w.ran.Load(), commits: s.w.commits.Load(), cpu: processCPU()}
+	return counts{ran: s.w.ran.Load(), commits: s.w.commits.Load()}
 }
 
 func (c counts) since(before counts) counts {
-	return counts{ran: c.ran - before.ran, commits: c.commits - before.commits, cpu: c.cpu - before.cpu}
-}
-
-// processCPU is the user and system CPU time of the whole process. On a
-// machine shared with other work a benchmark's CPU per op moves less than
-// its wall time per op, which also counts the time it waited for a core.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return counts{ran: c.ran - before.ran, commits: c.commits - before.commits}
 }
 
 // newRec is a PENDING file with one pending copy on each of nodes.
