@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"FileValidation", testFileValidation},
 		{"FileUnknownNodes", testFileUnknownNodes},
 		{"UpdateFileReplacesReplicas", testUpdateFileReplacesReplicas},
+		{"UpdateFileManyStatusChanges", testUpdateFileManyStatusChanges},
 		{"UpdateFileOptimisticLocking", testUpdateFileOptimisticLocking},
 		{"UpdateFileConcurrentIncrements", testUpdateFileConcurrentIncrements},
 		{"IdempotencyKey", testIdempotencyKey},
@@ -531,6 +532,62 @@ func testUpdateFileReplacesReplicas(t *testing.T, s meta.Store) {
 	require.NoError(t, s.UpdateFile(ctx, rec))
 	require.NotEqual(t, kept.ID, rec.Replicas[0].ID, "row IDs are never reused")
 	require.Equal(t, int64(4), rec.Version)
+}
+
+// testUpdateFileManyStatusChanges changes the status of more copies at once
+// than an upload does, to two statuses in an interleaved order, then one
+// copy alone: a store that writes several copies per statement must still
+// give each copy its own status and version, and touch no other file's.
+func testUpdateFileManyStatusChanges(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	nodes := []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6", "node-7"}
+	addNodes(t, s, nodes...)
+	pending := map[string]meta.ReplicaStatus{}
+	for _, n := range nodes {
+		pending[n] = meta.ReplicaPending
+	}
+	rec := createFile(t, s, newFile(100, pending))
+	other := createFile(t, s, newFile(200, pending))
+
+	want := map[string]meta.ReplicaStatus{}
+	for i := range rec.Replicas {
+		st := meta.ReplicaActive
+		if i%3 == 1 {
+			st = meta.ReplicaFailed
+		}
+		rec.Replicas[i].Status = st
+		want[rec.Replicas[i].NodeID] = st
+	}
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	got, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, *rec, got)
+	require.Len(t, got.Replicas, len(nodes))
+	for _, r := range got.Replicas {
+		require.Equal(t, want[r.NodeID], r.Status, "copy on %s", r.NodeID)
+		require.Equal(t, int64(2), r.Version, "copy on %s", r.NodeID)
+		require.Equal(t, got.UpdatedAt, r.UpdatedAt, "copy on %s", r.NodeID)
+	}
+
+	// One copy alone changes; the others keep their rows as they were.
+	before := append([]meta.Replica{}, got.Replicas...)
+	rec.Replicas[0].Status = meta.ReplicaDeleting
+	require.NoError(t, s.UpdateFile(ctx, rec))
+	got, err = s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, *rec, got)
+	for i, r := range got.Replicas {
+		if r.NodeID == rec.Replicas[0].NodeID {
+			require.Equal(t, meta.ReplicaDeleting, r.Status)
+			require.Equal(t, int64(3), r.Version)
+			continue
+		}
+		require.Equal(t, before[i], r, "an unchanged copy keeps its row")
+	}
+
+	untouched, err := s.GetFile(ctx, other.ID)
+	require.NoError(t, err)
+	require.Equal(t, *other, untouched, "another file's copies on the same nodes are untouched")
 }
 
 func testUpdateFileOptimisticLocking(t *testing.T, s meta.Store) {
