@@ -39,6 +39,10 @@ type gateNodes struct {
 	quiet    bool                     // benchmarks: do not report started writes
 	gets     atomic.Int32             // reads asked of any node
 	puts     atomic.Int32             // writes asked of any node
+	// getGate, when non-nil, holds every Get until it is closed or the
+	// Get's context ends; each held Get is announced on getHeld.
+	getGate chan struct{}
+	getHeld chan struct{}
 }
 
 func newGateNodes(ids ...string) *gateNodes {
@@ -77,6 +81,14 @@ func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int
 
 func (g *gateNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
 	g.gets.Add(1)
+	if g.getGate != nil {
+		g.getHeld <- struct{}{}
+		select {
+		case <-g.getGate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	rc, info, err := g.stores[base].Fetch(ctx, id)
 	if err != nil {
 		return nil, err

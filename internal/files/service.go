@@ -147,7 +147,7 @@ type Service struct {
 	// shares chunkBufs' idle buffers.
 	readBufs *chunkBuffers
 	// folds hold the running checksums of upload sessions (sessionhash.go).
-	folds sessionFolds
+	folds *sessionFolds
 	// keys are the Idempotency-Keys of the chunked uploads running here.
 	keysMu sync.Mutex
 	keys   map[string]struct{}
@@ -221,7 +221,7 @@ func New(o Options) (*Service, error) {
 		chunkBufs: chunkBufs,
 		readBufs:  chunkBufs.unbudgeted(),
 
-		folds:   sessionFolds{m: map[string]*fold{}},
+		folds:   newSessionFolds(),
 		keys:    map[string]struct{}{},
 		repairs: taskq.New(taskq.Options{Name: "repairs", Size: repairQueueSize, Workers: repairWorkers, Logger: o.Logger}),
 	}, nil
@@ -229,10 +229,14 @@ func New(o Options) (*Service, error) {
 
 // Run does the repairs that downloads found necessary (quarantining a copy
 // found corrupt while it streamed, rebuilding a quarantined copy) until ctx
-// ends, and returns once none is running: a shutdown cancels a rebuild in
-// flight instead of leaving it to work on against a closed store. A Service
-// runs once.
-func (s *Service) Run(ctx context.Context) { s.repairs.Run(ctx) }
+// ends, and returns once none is running and no session's checksum is being
+// folded (sessionhash.go): a shutdown cancels a rebuild or a fold in flight
+// instead of leaving it to work on against a closed store. A Service runs
+// once.
+func (s *Service) Run(ctx context.Context) {
+	s.repairs.Run(ctx)
+	s.closeFolds()
+}
 
 // fileNotFound is the answer for a file that does not exist or is not visible.
 func fileNotFound(id string) error {

@@ -48,15 +48,39 @@ type fold struct {
 }
 
 // sessionFolds holds the folds of the sessions this coordinator has seen a
-// part of.
+// part of, and the goroutines running them, which end with the Service
+// (closeFolds): a fold left running at shutdown would go on reading chunks
+// from nodes and the store after both were closed.
 type sessionFolds struct {
-	mu sync.Mutex
-	m  map[string]*fold
+	ctx  context.Context // every fold's, cancelled by closeFolds
+	stop context.CancelFunc
+	wg   sync.WaitGroup // the running folds
+
+	mu     sync.Mutex
+	m      map[string]*fold
+	closed bool // closeFolds has run: no fold starts
+}
+
+func newSessionFolds() *sessionFolds {
+	ctx, stop := context.WithCancel(context.Background())
+	return &sessionFolds{ctx: ctx, stop: stop, m: map[string]*fold{}}
+}
+
+// closeFolds stops the running folds and waits for them to return; none
+// starts after. What they had not folded the completion reads back, on a
+// coordinator that is running.
+func (s *Service) closeFolds() {
+	sf := s.folds
+	sf.mu.Lock()
+	sf.closed = true
+	sf.mu.Unlock()
+	sf.stop()
+	sf.wg.Wait()
 }
 
 // seedFold starts the session's fold with part 1's own hash state.
 func (s *Service) seedFold(sessionID string, expires time.Time, partID string, state []byte) {
-	sf := &s.folds
+	sf := s.folds
 	sf.mu.Lock()
 	f := sf.m[sessionID]
 	if f == nil {
@@ -77,7 +101,7 @@ func (s *Service) seedFold(sessionID string, expires time.Time, partID string, s
 // kickFold has the session's fold take in the parts that have finished, in
 // the background; a fold already running looks again when it is done.
 func (s *Service) kickFold(sessionID string, expires time.Time, number int, partID string) {
-	sf := &s.folds
+	sf := s.folds
 	sf.mu.Lock()
 	now := s.opt.Now()
 	for id, f := range sf.m {
@@ -92,25 +116,31 @@ func (s *Service) kickFold(sessionID string, expires time.Time, number int, part
 		sf.m[sessionID] = f
 	}
 	f.heard[number] = partID
-	if f.running {
+	if f.running || sf.closed {
 		f.again = true
 		sf.mu.Unlock()
 		return
 	}
 	f.running = true
+	// Added under sf.mu, which closeFolds takes before it waits: a fold
+	// either starts before the wait or not at all.
+	sf.wg.Add(1)
 	sf.mu.Unlock()
-	go s.runFold(sessionID, f)
+	go func() {
+		defer sf.wg.Done()
+		s.runFold(sessionID, f)
+	}()
 }
 
 func (s *Service) runFold(sessionID string, f *fold) {
-	sf := &s.folds
+	sf := s.folds
 	for {
 		sf.mu.Lock()
 		f.again = false
 		sf.mu.Unlock()
 		s.foldParts(sessionID, f)
 		sf.mu.Lock()
-		if !f.again || f.gone {
+		if !f.again || f.gone || sf.closed {
 			f.running = false
 			sf.mu.Unlock()
 			return
@@ -121,7 +151,7 @@ func (s *Service) runFold(sessionID string, f *fold) {
 
 // dropFold forgets a session's fold (completed, aborted or expired).
 func (s *Service) dropFold(sessionID string) {
-	sf := &s.folds
+	sf := s.folds
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
 	if f := sf.m[sessionID]; f != nil {
@@ -139,7 +169,7 @@ func (s *Service) foldOf(sessionID string) *fold {
 // foldParts extends f with every part that follows its last one, until a
 // part number is missing or the session is gone.
 func (s *Service) foldParts(sessionID string, f *fold) {
-	ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
+	ctx, cancel := context.WithTimeout(s.folds.ctx, uploadTimeout)
 	defer cancel()
 	for {
 		f.mu.Lock()
@@ -181,7 +211,7 @@ func (s *Service) foldNext(ctx context.Context, sessionID string, f *fold) bool 
 	if err != nil || len(chunks) == 0 {
 		return false
 	}
-	if err := s.hashInto(ctx, h, chunks); err != nil {
+	if err := s.foldChunks(ctx, h, chunks); err != nil {
 		s.log.Debug("a part could not be folded into its session's checksum yet; the completion reads it back", "session", sessionID, "part", number, "err", err)
 		return false
 	}
@@ -191,6 +221,24 @@ func (s *Service) foldNext(ctx context.Context, sessionID string, f *fold) bool 
 	}
 	f.parts = append(f.parts, foldedPart{number: number, partID: partID, state: state})
 	return true
+}
+
+// foldChunks hashes a part's chunks into h in order, stopping when ctx
+// ends. Unlike the completion's read-back (hashInto, which reads the next
+// chunk ahead and outlives its caller's context until closed), the fold is
+// background work: it reads one chunk at a time, so it holds one buffer of
+// the budget the uploads receive into, not two, and it ends with the
+// Service.
+func (s *Service) foldChunks(ctx context.Context, h hash.Hash, chunks []meta.FileRecord) error {
+	for _, c := range chunks {
+		got := s.fetchChunk(ctx, c, s.chunkBufs)
+		if got.err != nil {
+			return got.err
+		}
+		h.Write(got.data)
+		s.release(&got)
+	}
+	return nil
 }
 
 // partsHash returns a SHA-256 of the leading chosen parts the session's fold

@@ -260,3 +260,52 @@ func TestChunkedIdempotencyKeyIsCheckedBeforeTheBodyStreams(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Replayed)
 }
+
+// foldRunning says whether a goroutine is folding the session's parts now.
+func foldRunning(s *Service, sessionID string) bool {
+	s.folds.mu.Lock()
+	defer s.folds.mu.Unlock()
+	f := s.folds.m[sessionID]
+	return f != nil && f.running
+}
+
+func TestShutdownStopsTheSessionFoldsAndWaitsForThem(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	s, _ := newService(t, nodes, ids, func(o *Options) { o.ChunkSize, o.ChunkConcurrency = testChunk, 2 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { s.Run(ctx); close(stopped) }()
+
+	parts := [][]byte{randomBytes(t, 2*testChunk), randomBytes(t, testChunk+3), randomBytes(t, 9)}
+	sess, err := s.CreateSession(ctx, SessionSpec{FileName: "f"})
+	require.NoError(t, err)
+	_, err = s.PutPart(ctx, sess.ID, 1, bytes.NewReader(parts[0]), -1)
+	require.NoError(t, err)
+	// Part 2 can only be folded by reading it back: hold that read.
+	nodes.getGate, nodes.getHeld = make(chan struct{}), make(chan struct{}, 16)
+	_, err = s.PutPart(ctx, sess.ID, 2, bytes.NewReader(parts[1]), -1)
+	require.NoError(t, err)
+	<-nodes.getHeld
+
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return while a fold was reading a part back")
+	}
+	require.False(t, foldRunning(s, sess.ID), "Run returned before the fold did")
+	require.Equal(t, 1, folded(s, sess.ID), "the fold was stopped before part 2")
+
+	// Closed, the Service starts no fold, and the completion reads back
+	// what none folded.
+	_, err = s.PutPart(context.Background(), sess.ID, 3, bytes.NewReader(parts[2]), -1)
+	require.NoError(t, err)
+	require.False(t, foldRunning(s, sess.ID), "a fold started after Run returned")
+	close(nodes.getGate)
+	whole := slices.Concat(parts...)
+	rec, err := s.CompleteSession(context.Background(), sess.ID, nil, sum256(whole))
+	require.NoError(t, err)
+	require.Equal(t, sum256(whole), rec.Checksum)
+}
