@@ -200,8 +200,11 @@ func TestSelfHealDeletesRacingRebalanceCopies(t *testing.T) {
 	t.Run("one coordinator", func(t *testing.T) {
 		t.Parallel()
 		// A few reconciles at once: copies in flight while the deletes run,
-		// and a rebalance that lasts long enough to meet them.
-		c := startCluster(t, options{nodes: 3, coordEnv: env(sweepFast, []string{"REBALANCE_PARALLELISM=4"})})
+		// and a rebalance that lasts long enough to meet them. The bandwidth
+		// bound keeps it going for a few seconds however fast the machine
+		// is (about 1 MiB of copies): unbounded, it had ended by the time a
+		// loaded CI machine looked.
+		c := startCluster(t, options{nodes: 3, coordEnv: env(sweepFast, []string{"REBALANCE_PARALLELISM=4", "REBALANCE_BANDWIDTH=256KiB"})})
 		files := c.uploadMany(300, 4<<10, 16<<10)
 
 		spare := c.waitJoinRebalancing([]string{c.coordLog()}, 1)
