@@ -541,14 +541,24 @@ func testBrokenBody(t *testing.T, open Opener) {
 }
 
 // cancellingReader cancels its context after the first read.
+// cancellingReader is a body whose writer gives up after its first read:
+// it cancels the write's context and sends nothing more. (A body that went
+// on after the cancel would race the cancel over HTTP: sent whole before
+// the client's transport noticed, it is a complete write as far as the node
+// can tell.)
 type cancellingReader struct {
 	r      io.Reader
 	cancel context.CancelFunc
+	done   bool
 }
 
 func (c *cancellingReader) Read(p []byte) (int, error) {
+	if c.done {
+		return 0, context.Canceled
+	}
 	n, err := c.r.Read(p)
 	c.cancel()
+	c.done = true
 	return n, err
 }
 
