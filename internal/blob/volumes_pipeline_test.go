@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -106,16 +107,11 @@ func TestVolumesWritesOverlapSync(t *testing.T) {
 	}
 }
 
-// TestVolumesSmallRecordsShareAWrite: small records that arrive while a
-// group's sync runs are held in memory, not written, until it returns; then
-// all of them go to the volume in one write and share one sync.
-func TestVolumesSmallRecordsShareAWrite(t *testing.T) {
-	dir := t.TempDir()
-	v := openVolumes(t, dir, Options{})
-	putV(t, v, vid(0), payload(0))
-	entered, release := holdFirstSync(t)
+// recordsPerWrite counts the records of each volume write from now to the
+// end of the test; the function it returns lists them so far.
+func recordsPerWrite(t *testing.T) func() []int {
 	var mu sync.Mutex
-	var writes []int // records per write
+	var writes []int
 	orig := writeVolume
 	t.Cleanup(func() { writeVolume = orig })
 	writeVolume = func(f *os.File, bufs [][]byte, off int64) (int, error) {
@@ -124,6 +120,22 @@ func TestVolumesSmallRecordsShareAWrite(t *testing.T) {
 		mu.Unlock()
 		return orig(f, bufs, off)
 	}
+	return func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(writes)
+	}
+}
+
+// TestVolumesSmallRecordsShareAWrite: small records that arrive while a
+// group's sync runs are held in memory, not written, until it returns; then
+// all of them go to the volume in one write and share one sync.
+func TestVolumesSmallRecordsShareAWrite(t *testing.T) {
+	dir := t.TempDir()
+	v := openVolumes(t, dir, Options{})
+	putV(t, v, vid(0), payload(0))
+	entered, release := holdFirstSync(t)
+	writes := recordsPerWrite(t)
 	var queued atomic.Int64
 	v.submitted = func() { queued.Add(1) }
 	const writers = 20
@@ -148,9 +160,7 @@ func TestVolumesSmallRecordsShareAWrite(t *testing.T) {
 	}
 	after := v.GroupCommits()
 	require.Equal(t, int64(2), after.Syncs-before.Syncs, "the held group, then one group of every record that arrived during its sync")
-	mu.Lock()
-	require.Equal(t, []int{1, writers}, writes, "the held record, then the rest in one write")
-	mu.Unlock()
+	require.Equal(t, []int{1, writers}, writes(), "the held record, then the rest in one write")
 	require.NoError(t, v.Close())
 	v = openVolumes(t, dir, Options{})
 	require.Zero(t, v.Recovery().TornBytes)
@@ -261,16 +271,7 @@ func TestVolumesGroupRecordCap(t *testing.T) {
 	v := openVolumes(t, dir, Options{})
 	putV(t, v, vid(0), payload(0))
 	entered, release := holdFirstSync(t)
-	var mu sync.Mutex
-	var writes []int // records per write
-	orig := writeVolume
-	t.Cleanup(func() { writeVolume = orig })
-	writeVolume = func(f *os.File, bufs [][]byte, off int64) (int, error) {
-		mu.Lock()
-		writes = append(writes, len(bufs))
-		mu.Unlock()
-		return orig(f, bufs, off)
-	}
+	writes := recordsPerWrite(t)
 	var queued atomic.Int64
 	v.submitted = func() { queued.Add(1) }
 	const writers = maxGroupRecords + 72
@@ -293,9 +294,7 @@ func TestVolumesGroupRecordCap(t *testing.T) {
 	after := v.GroupCommits()
 	require.Equal(t, int64(3), after.Syncs-before.Syncs, "the held record, the full group, the rest")
 	require.Equal(t, int64(writers+1), after.Waits-before.Waits)
-	mu.Lock()
-	require.Equal(t, []int{1, maxGroupRecords, writers - maxGroupRecords}, writes)
-	mu.Unlock()
+	require.Equal(t, []int{1, maxGroupRecords, writers - maxGroupRecords}, writes())
 	for i := 0; i < 2+writers; i++ {
 		requireHeld(t, v, vid(i), payload(i))
 	}
