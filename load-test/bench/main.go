@@ -104,7 +104,7 @@ func run(args []string) int {
 	fs.StringVar(&b.binDir, "bin", "", "directory with the coordinator and storage-node binaries (default: build them)")
 	fs.StringVar(&b.logLevel, "log-level", "warn", "LOG_LEVEL of every process (the product default is info: one line per request)")
 	fs.BoolVar(&b.perf, "perf", false, "profile the coordinator's CPU with perf during the first 4 KiB upload run")
-	fs.BoolVar(&b.pprof, "pprof", false, "fetch the coordinator's Go CPU and allocation profiles (PPROF_ADDR) over the first 4 KiB upload and download runs, into profiles/ beside the JSON")
+	fs.BoolVar(&b.pprof, "pprof", false, "fetch the coordinator's Go CPU and allocation profiles (PPROF_ADDR) over the first 4 KiB upload and download runs of each layout (coordinator-upload4k[-volumes].cpu.pprof, …), into profiles/ beside the JSON")
 	fs.Var(&b.coordEnv, "coordinator-env", "extra KEY=VALUE for every coordinator (repeatable), e.g. LOCAL_CACHE_ENTRIES=0")
 	fs.Var(&b.nodeEnv, "node-env", "extra KEY=VALUE for every storage node (repeatable), e.g. STORAGE_SYNC_MODE=file")
 	fs.IntVar(&b.runs, "runs", 3, "runs of every measurement")

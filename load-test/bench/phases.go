@@ -105,8 +105,8 @@ func (b *bench) smallLayout(ctx context.Context, layout string) error {
 			perfDone = b.startPerf(ctx, bc.PID(localcluster.CoordinatorName), "coordinator-upload4k")
 		}
 		profDone := func() {}
-		if run == 0 && layout == "files" {
-			profDone = b.startProfiles(ctx, bc, "coordinator-upload4k")
+		if run == 0 {
+			profDone = b.startProfiles(ctx, bc, "coordinator-upload4k"+sfx)
 		}
 		cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
 		r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
@@ -140,7 +140,7 @@ func (b *bench) smallLayout(ctx context.Context, layout string) error {
 		if len(pool) == 0 {
 			return fmt.Errorf("no 4 KiB upload succeeded: %v", r.firstErr)
 		}
-		b.downloads(ctx, bc, pool, s, layoutKey(dfsDownload, sfx), "download4k"+sfx, run == 0 && layout == "files")
+		b.downloads(ctx, bc, pool, s, layoutKey(dfsDownload, sfx), "download4k"+sfx, run == 0)
 		if err := b.runPeerSmall(ctx, run); err != nil {
 			return fmt.Errorf("SeaweedFS: %w", err)
 		}
