@@ -36,7 +36,8 @@ const (
 )
 
 // writeQueries are prepared when the store opens.
-var writeQueries = []string{sqlInsertFile, sqlInsertReplica, sqlUpdateFile, sqlReplicasOf, sqlUpdateReplica, sqlDeleteReplica, sqlTouchFile, sqlDeleteFile, sqlSavepoint, sqlRelease, sqlRollbackTo}
+var writeQueries = []string{sqlInsertFile, sqlInsertReplica, sqlUpdateFile, sqlReplicasOf, sqlUpdateReplica, sqlDeleteReplica, sqlTouchFile, sqlDeleteFile, sqlSavepoint, sqlRelease, sqlRollbackTo,
+	sqlBucketExists, sqlObjectFileID, sqlPutObject}
 
 // fileColumns are read with COALESCE so that optional text columns, NULL when
 // empty, scan into plain strings.

@@ -146,21 +146,17 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
 	var replaced string
 	err = s.writeTx(ctx, "put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM buckets WHERE name = ?`, o.Bucket).Scan(&one); err != nil {
+		if err := s.ws.queryRow(ctx, tx, sqlBucketExists, o.Bucket).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return rules.BucketNotFound(o.Bucket)
 			}
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `SELECT file_id FROM objects WHERE bucket = ? AND object_key = ?`,
-			o.Bucket, []byte(o.Key)).Scan(&replaced)
+		err := s.ws.queryRow(ctx, tx, sqlObjectFileID, o.Bucket, []byte(o.Key)).Scan(&replaced)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (bucket, object_key) DO UPDATE SET file_id = excluded.file_id, size_bytes = excluded.size_bytes,
-			etag = excluded.etag, content_type = excluded.content_type, headers = excluded.headers,
-			modified_at = excluded.modified_at`,
+		_, err = s.ws.exec(ctx, tx, sqlPutObject,
 			o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, string(headers), micros(o.ModifiedAt))
 		return err
 	})
@@ -172,6 +168,17 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
 	}
 	return replaced, nil
 }
+
+// PutObject's statements, prepared on the write pool when the store opens
+// (writeQueries): every S3 PutObject runs all three.
+var (
+	sqlBucketExists = `SELECT 1 FROM buckets WHERE name = ?`
+	sqlObjectFileID = `SELECT file_id FROM objects WHERE bucket = ? AND object_key = ?`
+	sqlPutObject    = `INSERT INTO objects (` + objectColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (bucket, object_key) DO UPDATE SET file_id = excluded.file_id, size_bytes = excluded.size_bytes,
+		etag = excluded.etag, content_type = excluded.content_type, headers = excluded.headers,
+		modified_at = excluded.modified_at`
+)
 
 // GetObject reads one key.
 func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,26 @@ func BenchmarkGetObject(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPutObject is the key's write every S3 PutObject makes after its
+// upload: a new key pointed at a stored file, in a transaction of its own.
+func BenchmarkPutObject(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	require.NoError(b, s.CreateBucket(ctx, &meta.Bucket{Name: "bench", Owner: "AK"}))
+	rec := &meta.FileRecord{File: meta.File{ID: "00000000-0000-4000-8000-000000000001", Name: "f", Status: meta.FileActive, ReplicationFactor: 1}}
+	require.NoError(b, s.CreateFile(ctx, rec))
+	b.ReportAllocs()
+	cpu := processCPU()
+	i := 0
+	for b.Loop() {
+		i++
+		o := &meta.Object{Bucket: "bench", Key: "dir/object-" + strconv.Itoa(i), FileID: rec.ID, SizeBytes: 1, ETag: "e",
+			ContentType: "x", Headers: map[string]string{"X-Amz-Meta-A": "b"}}
+		if _, err := s.PutObject(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
