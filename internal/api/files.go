@@ -6,10 +6,10 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
@@ -135,41 +135,11 @@ func copyBody(w io.Writer, r io.Reader) (int64, error) {
 	return io.CopyBuffer(w, r, *buf)
 }
 
-// fileJSON is a file's metadata as the API shows it.
-type fileJSON struct {
-	FileID            string          `json:"fileId"`
-	FileName          string          `json:"fileName"`
-	ContentType       string          `json:"contentType"`
-	SizeBytes         int64           `json:"sizeBytes"`
-	Checksum          string          `json:"checksum"`
-	Status            meta.FileStatus `json:"status"`
-	Reason            string          `json:"reason,omitempty"`
-	PrimaryNode       string          `json:"primaryNode"`
-	ReplicationFactor int             `json:"replicationFactor"`
-	RingPosition      int64           `json:"ringPosition"`
-	CreatedAt         time.Time       `json:"createdAt"`
-	UpdatedAt         time.Time       `json:"updatedAt"`
-	Replicas          []replicaJSON   `json:"replicas,omitempty"`
-	// Bucket and Key name the S3 object the file holds, if any.
-	Bucket string `json:"bucket,omitempty"`
-	Key    string `json:"key,omitempty"`
-	// Chunks lists a chunked file's chunks, each a blob with its own copies;
-	// such a file has no copies of its own.
-	Chunks []chunkJSON `json:"chunks,omitempty"`
-}
-
-type replicaJSON struct {
-	NodeID    string             `json:"nodeId"`
-	Status    meta.ReplicaStatus `json:"status"`
-	Primary   bool               `json:"primary"`
-	CreatedAt time.Time          `json:"createdAt"`
-	UpdatedAt time.Time          `json:"updatedAt"`
-}
-
-func toFileJSON(f meta.File) fileJSON {
-	return fileJSON{
+// toFileJSON is a file's metadata as the API shows it.
+func toFileJSON(f meta.File) apiwire.File {
+	return apiwire.File{
 		FileID: f.ID, FileName: f.Name, ContentType: f.ContentType, SizeBytes: f.SizeBytes,
-		Checksum: f.Checksum, Status: f.Status, Reason: f.StatusReason, PrimaryNode: f.PrimaryNodeID,
+		Checksum: f.Checksum, Status: apiwire.FileStatus(f.Status), Reason: f.StatusReason, PrimaryNode: f.PrimaryNodeID,
 		ReplicationFactor: f.ReplicationFactor, RingPosition: f.RingPosition,
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
 	}
@@ -227,11 +197,11 @@ func (s *server) listFiles(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	out := make([]fileJSON, 0, len(items))
+	out := apiwire.FileList{Items: make([]apiwire.File, 0, len(items)), Page: page, Size: size, Total: total}
 	for _, f := range items {
-		out = append(out, toFileJSON(f))
+		out.Items = append(out.Items, toFileJSON(f))
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"items": out, "page": page, "size": size, "total": total})
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func intParam(v string, def int, name string) (int, error) {

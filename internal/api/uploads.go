@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -146,38 +147,28 @@ func (s *server) abortUpload(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// chunkJSON is one chunk of a chunked file in its metadata.
-type chunkJSON struct {
-	Index     int             `json:"index"`
-	ChunkID   string          `json:"chunkId"`
-	Offset    int64           `json:"offset"`
-	SizeBytes int64           `json:"sizeBytes"`
-	Checksum  string          `json:"checksum"`
-	Status    meta.FileStatus `json:"status"`
-	Reason    string          `json:"reason,omitempty"`
-	Replicas  []replicaJSON   `json:"replicas"`
-}
-
-func replicasJSON(rec meta.FileRecord) []replicaJSON {
-	out := []replicaJSON{}
+// replicasJSON and chunksJSON are a file's copies and chunks in its
+// metadata.
+func replicasJSON(rec meta.FileRecord) []apiwire.Replica {
+	out := []apiwire.Replica{}
 	for _, c := range rec.Replicas {
-		out = append(out, replicaJSON{
-			NodeID: c.NodeID, Status: c.Status, Primary: c.NodeID == rec.PrimaryNodeID,
+		out = append(out, apiwire.Replica{
+			NodeID: c.NodeID, Status: apiwire.CopyStatus(c.Status), Primary: c.NodeID == rec.PrimaryNodeID,
 			CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		})
 	}
 	return out
 }
 
-func chunksJSON(rec meta.FileRecord) []chunkJSON {
+func chunksJSON(rec meta.FileRecord) []apiwire.Chunk {
 	if !rec.Manifest() {
 		return nil
 	}
-	out := make([]chunkJSON, 0, len(rec.Chunks))
+	out := make([]apiwire.Chunk, 0, len(rec.Chunks))
 	for i, c := range rec.Chunks {
-		out = append(out, chunkJSON{
+		out = append(out, apiwire.Chunk{
 			Index: i, ChunkID: c.ID, Offset: c.Chunk.Offset, SizeBytes: c.SizeBytes, Checksum: c.Checksum,
-			Status: c.Status, Reason: c.StatusReason, Replicas: replicasJSON(c),
+			Status: apiwire.FileStatus(c.Status), Reason: c.StatusReason, Replicas: replicasJSON(c),
 		})
 	}
 	return out

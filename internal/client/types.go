@@ -7,28 +7,28 @@ import (
 	"github.com/dfs-project/dfs/internal/ops"
 )
 
-// FileStatus is a file's state as the API reports it.
-type FileStatus string
+// A file's state and a copy's, defined with the server's in apiwire.
+type (
+	FileStatus = apiwire.FileStatus
+	CopyStatus = apiwire.CopyStatus
+)
 
 // File states (see API.md).
 const (
-	FilePending     FileStatus = "PENDING"
-	FileActive      FileStatus = "ACTIVE"
-	FileDegraded    FileStatus = "DEGRADED"
-	FileRebalancing FileStatus = "REBALANCING"
-	FileFailed      FileStatus = "FAILED"
-	FileDeleted     FileStatus = "DELETED"
+	FilePending     = apiwire.FilePending
+	FileActive      = apiwire.FileActive
+	FileDegraded    = apiwire.FileDegraded
+	FileRebalancing = apiwire.FileRebalancing
+	FileFailed      = apiwire.FileFailed
+	FileDeleted     = apiwire.FileDeleted
 )
-
-// CopyStatus is the state of one copy of a file.
-type CopyStatus string
 
 // Copy states.
 const (
-	CopyPending  CopyStatus = "PENDING"
-	CopyActive   CopyStatus = "ACTIVE"
-	CopyFailed   CopyStatus = "FAILED"
-	CopyDeleting CopyStatus = "DELETING"
+	CopyPending  = apiwire.CopyPending
+	CopyActive   = apiwire.CopyActive
+	CopyFailed   = apiwire.CopyFailed
+	CopyDeleting = apiwire.CopyDeleting
 )
 
 // NodeStatus is a storage node's state.
@@ -60,58 +60,15 @@ type UploadResult struct {
 	Replayed bool `json:"-"`
 }
 
-// File is a file's metadata: an item of a listing, or the answer of
-// GET /api/files/{id}/metadata, which alone fills Replicas.
-type File struct {
-	FileID            string     `json:"fileId"`
-	FileName          string     `json:"fileName"`
-	ContentType       string     `json:"contentType"`
-	SizeBytes         int64      `json:"sizeBytes"`
-	Checksum          string     `json:"checksum"`
-	Status            FileStatus `json:"status"`
-	Reason            string     `json:"reason,omitempty"`
-	PrimaryNode       string     `json:"primaryNode"`
-	ReplicationFactor int        `json:"replicationFactor"`
-	RingPosition      int64      `json:"ringPosition"`
-	CreatedAt         time.Time  `json:"createdAt"`
-	UpdatedAt         time.Time  `json:"updatedAt"`
-	Replicas          []Replica  `json:"replicas,omitempty"`
-	// Bucket and Key name the S3 object the file holds, if any.
-	Bucket string `json:"bucket,omitempty"`
-	Key    string `json:"key,omitempty"`
-	// Chunks are a chunked file's chunks (files larger than the
-	// coordinator's CHUNK_SIZE), which then has no copies of its own.
-	Chunks []Chunk `json:"chunks,omitempty"`
-}
-
-// Chunk is one chunk of a chunked file: a blob with copies of its own.
-type Chunk struct {
-	Index     int        `json:"index"`
-	ChunkID   string     `json:"chunkId"`
-	Offset    int64      `json:"offset"`
-	SizeBytes int64      `json:"sizeBytes"`
-	Checksum  string     `json:"checksum"`
-	Status    FileStatus `json:"status"`
-	Reason    string     `json:"reason,omitempty"`
-	Replicas  []Replica  `json:"replicas"`
-}
-
-// Replica is one copy of a file, the primary's included.
-type Replica struct {
-	NodeID    string     `json:"nodeId"`
-	Status    CopyStatus `json:"status"`
-	Primary   bool       `json:"primary"`
-	CreatedAt time.Time  `json:"createdAt"`
-	UpdatedAt time.Time  `json:"updatedAt"`
-}
-
-// FileList is one page of GET /api/files, newest first.
-type FileList struct {
-	Items []File `json:"items"`
-	Page  int    `json:"page"`
-	Size  int    `json:"size"`
-	Total int    `json:"total"`
-}
+// A file's metadata (an item of a listing, or the answer of GET
+// /api/files/{id}/metadata), its chunks and copies, and a page of the
+// listing, defined with the server's in apiwire.
+type (
+	File     = apiwire.File
+	Chunk    = apiwire.Chunk
+	Replica  = apiwire.Replica
+	FileList = apiwire.FileList
+)
 
 // DeleteResult is the outcome of DELETE /api/files/{id}. A 204 answer has no
 // body; the client reports it as Complete with the status DELETED.

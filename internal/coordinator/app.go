@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +66,11 @@ type App struct {
 	notices *taskq.Queue
 	// pending counts membership events queued or being rebalanced.
 	pending atomic.Int64
+	// requests is the context of every request and of the work the API
+	// starts detached from one (a manual rebalance); cancelRequests ends
+	// them when SHUTDOWN_TIMEOUT runs out.
+	requests       context.Context
+	cancelRequests context.CancelFunc
 }
 
 // New builds a coordinator from cfg. It locks the data directory, opens (and
@@ -85,6 +89,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	a := &App{cfg: cfg, log: log, dirLock: dirLock, store: base, events: make(chan membership.Event, 1024), ops: ops.New(ops.Options{})}
+	a.requests, a.cancelRequests = context.WithCancel(context.Background())
 	// The namespace and the keys are read from the store itself; only the
 	// embedded store's object rows are cached, below.
 	ns, ok := base.(meta.Namespace)
@@ -235,7 +240,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		storeKind = "postgres"
 	}
 	a.handler = api.New(api.Options{
-		Files: a.files, Members: a.members, Rebalancer: patient{a.rebalancer, 2 * cfg.LeaseTTL},
+		Files: a.files, Members: a.members, Rebalancer: patient{a.rebalancer, 2 * cfg.LeaseTTL, a.requests},
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
 			redisPing: redisPing},
 		Durability:  dur,
@@ -333,7 +338,7 @@ func (a *App) rebalanceFor(ctx context.Context, e membership.Event) {
 	if !ok || !a.cfg.RebalanceOnMembershipChange {
 		return
 	}
-	rep, err := (patient{a.rebalancer, 2 * a.cfg.LeaseTTL}).Run(ctx, t, e.Node.ID)
+	rep, err := (patient{a.rebalancer, 2 * a.cfg.LeaseTTL, nil}).Run(ctx, t, e.Node.ID)
 	if err != nil && ctx.Err() == nil {
 		a.log.Error("rebalance failed; the repair loop will retry", "trigger", t, "node", e.Node.ID, "err", err)
 	}
@@ -379,12 +384,21 @@ func (u userReconciler) Reconcile(ctx context.Context, id string) (reconcile.Out
 type patient struct {
 	*rebalance.Rebalancer
 	wait time.Duration
+	// stop, when set, also ends the runs: the API's manual rebalance runs
+	// detached from its request, and must not outlive the shutdown.
+	stop context.Context
 }
 
 // skippedRetry is the pause before a skipped rebalance is tried again.
 const skippedRetry = time.Second
 
 func (p patient) Run(ctx context.Context, t rebalance.Trigger, node string) (rebalance.Report, error) {
+	if p.stop != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(p.stop, cancel)()
+	}
 	deadline := time.Now().Add(p.wait)
 	for {
 		rep, err := p.Rebalancer.Run(ctx, t, node)
@@ -416,7 +430,8 @@ func (a *App) notify(ctx context.Context, e membership.Event) {
 }
 
 // Run serves on cfg's address until ctx is cancelled, then shuts down in
-// order: stop accepting, finish in-flight requests, stop the background
+// order: stop accepting, finish in-flight requests (cutting off, after
+// SHUTDOWN_TIMEOUT, those still running), stop the background
 // loops, close the store.
 func (a *App) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.Addr())
@@ -435,17 +450,17 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return errors.Join(err, ln.Close(), a.closeStore())
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { a.members.Run(bg) })
-	wg.Go(func() { a.rebalanceOnEvents(bg) })
-	wg.Go(func() { a.repair.run(bg) })
-	wg.Go(func() { a.sweeper.Run(bg) })
-	wg.Go(func() { a.files.Run(bg) })
+	var bgLoops loops
+	bgLoops.Go("failure detector", func() { a.members.Run(bg) })
+	bgLoops.Go("membership rebalances", func() { a.rebalanceOnEvents(bg) })
+	bgLoops.Go("repair loop", func() { a.repair.run(bg) })
+	bgLoops.Go("anti-entropy sweep", func() { a.sweeper.Run(bg) })
+	bgLoops.Go("file service", func() { a.files.Run(bg) })
 	if a.notices != nil {
-		wg.Go(func() { a.notices.Run(bg) })
+		bgLoops.Go("membership notices", func() { a.notices.Run(bg) })
 	}
 	if a.redis != nil {
-		wg.Go(func() {
+		bgLoops.Go("redis membership subscription", func() {
 			a.redis.SubscribeMembership(bg, func(string) {
 				if err := a.members.Load(bg); err != nil && bg.Err() == nil {
 					a.log.Warn("refreshing the ring after a membership notice failed", "err", err)
@@ -454,20 +469,21 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		})
 	}
 
-	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
+	rest := newListener("rest", a.handler, a.requests)
+	listeners := []*listener{rest}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	var s3srv *http.Server
+	go func() { errc <- rest.srv.Serve(ln) }()
 	if a.s3 != nil {
 		addr := fmt.Sprintf("%s:%d", a.cfg.Host, a.cfg.S3Port)
 		s3ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			stopBG()
-			wg.Wait()
-			return errors.Join(fmt.Errorf("listen on %s (S3_PORT): %w", addr, err), srv.Close(), a.closeStore())
+			bgLoops.wait(a.log)
+			return errors.Join(fmt.Errorf("listen on %s (S3_PORT): %w", addr, err), rest.srv.Close(), a.closeStore())
 		}
-		s3srv = &http.Server{Handler: a.s3, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- s3srv.Serve(s3ln) }()
+		s3 := newListener("s3", a.s3, a.requests)
+		listeners = append(listeners, s3)
+		go func() { errc <- s3.srv.Serve(s3ln) }()
 		a.log.Info("S3 API listening", "addr", s3ln.Addr().String(), "region", a.cfg.S3Region, "domain", a.cfg.S3Domain)
 	}
 	a.log.Info("coordinator listening", "addr", ln.Addr().String(), "replication_factor", a.cfg.ReplicationFactor,
@@ -477,16 +493,12 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		a.log.Info("coordinator shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = srv.Shutdown(sctx)
-		if s3srv != nil {
-			err = errors.Join(err, s3srv.Shutdown(sctx))
-		}
-		cancel()
 	}
+	start := time.Now()
+	err = errors.Join(err, a.stopServing(listeners))
+	a.cancelRequests()
 	stopBG()
-	wg.Wait()
+	bgLoops.wait(a.log)
 	// Open connections to the nodes would keep their servers waiting at
 	// their own shutdown.
 	a.transport.CloseIdleConnections()
@@ -495,12 +507,16 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			err = errors.Join(err, cerr)
 		}
 	}
+	closing := time.Now()
 	if cerr := a.closeStore(); cerr != nil {
 		err = errors.Join(err, cerr)
+	}
+	if d := time.Since(closing); d > slowStop {
+		a.log.Warn("closing the metadata store was slow", "duration_ms", d.Milliseconds())
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	a.log.Info("coordinator stopped")
+	a.log.Info("coordinator stopped", "shutdown_ms", time.Since(start).Milliseconds())
 	return err
 }

@@ -64,7 +64,13 @@ type Config struct {
 	ChunkUploadConcurrency      int           // CHUNK_UPLOAD_CONCURRENCY: chunks of one upload written to nodes at once
 	ChunkBuffers                int           // CHUNK_BUFFERS: CHUNK_SIZE buffers all uploads and parts share
 	UploadSessionTTL            time.Duration // UPLOAD_SESSION_TTL: an upload session not completed or aborted by then is removed
+	ShutdownTimeout             time.Duration // SHUTDOWN_TIMEOUT: how long requests in flight at SIGTERM may run on before they are cut off
 }
+
+// DefaultShutdownTimeout leaves room, within the 5 s a local cluster's tests
+// give a process between SIGTERM and SIGKILL, for the background loops and
+// the store to close after the requests' grace.
+const DefaultShutdownTimeout = 3 * time.Second
 
 // Addr is the listen address.
 func (c Config) Addr() string { return fmt.Sprintf("%s:%d", c.Host, c.Port) }
@@ -118,6 +124,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
 		ChunkBuffers:                l.Int("CHUNK_BUFFERS", 3, 1, 1024),
 		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
+		ShutdownTimeout:             l.Duration("SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
 	}
 	// The probe timeout defaults to a fraction of the interval so a sweep ends
 	// before the next one starts.
@@ -163,6 +170,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.SpoolMemoryMax > c.SpoolMemoryLimit {
 		problems = append(problems, fmt.Errorf("SPOOL_MEMORY_MAX=%d: larger than SPOOL_MEMORY_LIMIT=%d, so no upload could be held in memory", c.SpoolMemoryMax, c.SpoolMemoryLimit))
+	}
+	if c.ShutdownTimeout <= 0 {
+		problems = append(problems, fmt.Errorf("SHUTDOWN_TIMEOUT=%s: must be positive", c.ShutdownTimeout))
 	}
 	if c.AntiEntropyInterval <= 0 {
 		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_INTERVAL=%s: must be positive", c.AntiEntropyInterval))

@@ -142,3 +142,46 @@ func TestShutdownDuringAQuarantineRebuild(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownTimeoutIsTheGraceOfRequestsInFlight: a download in flight when
+// the coordinator is told to stop is served to its end while SHUTDOWN_TIMEOUT
+// lasts, and is cut off, named in the log, once it has run out; either way
+// Serve returns without an error.
+func TestShutdownTimeoutIsTheGraceOfRequestsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		grace    string
+		finishes bool
+	}{{"1h", true}, {"100ms", false}} {
+		t.Run("SHUTDOWN_TIMEOUT="+tc.grace, func(t *testing.T) {
+			h := newHarness(t, "sqlite", 2, map[string]string{"REPLICATION_FACTOR": "2", "SHUTDOWN_TIMEOUT": tc.grace})
+			// Larger than what the sockets between the two ends buffer, so
+			// the handler is still writing while the client does not read.
+			data := payload(24<<20, 9)
+			id := h.upload("big", data).FileID
+			resp, err := http.Get(h.url + "/api/files/" + id)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			head := make([]byte, 64<<10)
+			_, err = io.ReadFull(resp.Body, head)
+			require.NoError(t, err)
+
+			stopped := make(chan struct{})
+			go func() { h.stop(); close(stopped) }()
+			require.Eventually(t, func() bool { return hasLog(h, "coordinator shutting down") }, 10*time.Second, 10*time.Millisecond)
+			require.Contains(t, h.logs.String(), "requests_in_flight=1")
+			if tc.finishes {
+				rest, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				require.Equal(t, data, append(head, rest...), "the download in flight is served whole")
+				<-stopped
+				require.NotContains(t, h.logs.String(), "cutting off")
+				return
+			}
+			<-stopped
+			require.Contains(t, h.logs.String(), "shutdown grace is over; cutting off the requests still running")
+			require.Contains(t, h.logs.String(), "GET /api/files/"+id)
+			rest, _ := io.ReadAll(resp.Body)
+			require.Less(t, len(head)+len(rest), len(data), "the download was cut off")
+		})
+	}
+}
