@@ -25,6 +25,7 @@ import (
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
+	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -454,9 +455,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		})
 	}
 
-	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
+	// ConnContext and the gathering listener let a small download leave
+	// with its head in one write (httpx.WriteWhole).
+	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, ConnContext: httpx.GatherContext}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(httpx.GatherListener(ln)) }()
 	var s3srv *http.Server
 	if a.s3 != nil {
 		addr := fmt.Sprintf("%s:%d", a.cfg.Host, a.cfg.S3Port)
