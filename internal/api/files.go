@@ -111,7 +111,15 @@ func (s *server) serveFile(w http.ResponseWriter, r *http.Request, id string) {
 		h.Set("Content-Range", d.Range.ContentRange(d.File.SizeBytes))
 	}
 	w.WriteHeader(status)
-	n, err := copyBody(w, d.Body)
+	var n int64
+	if b, ok := d.InMemory(); ok {
+		// Head and body in one write on a gathering connection.
+		var m int
+		m, err = httpx.WriteWhole(w, r, b)
+		n = int64(m)
+	} else {
+		n, err = copyBody(w, d.Body)
+	}
 	if err != nil {
 		// Headers are gone; the only honest signal left is a broken transfer.
 		s.Logger.Error("download aborted", "file", d.File.ID, "node", d.ServedBy, "sent", n, "err", err,

@@ -24,6 +24,7 @@ import (
 	"github.com/dfs-project/dfs/internal/dirlock"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/files/contentcache"
+	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -472,7 +473,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	rest := newListener("rest", a.handler, a.requests)
 	listeners := []*listener{rest}
 	errc := make(chan error, 2)
-	go func() { errc <- rest.srv.Serve(ln) }()
+	// The gathering listener lets a small download leave with its head in
+	// one write (httpx.WriteWhole; newListener sets the ConnContext).
+	go func() { errc <- rest.srv.Serve(httpx.GatherListener(ln)) }()
 	if a.s3 != nil {
 		addr := fmt.Sprintf("%s:%d", a.cfg.Host, a.cfg.S3Port)
 		s3ln, err := net.Listen("tcp", addr)

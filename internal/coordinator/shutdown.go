@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/dfs-project/dfs/internal/httpx"
 )
 
 const (
@@ -55,6 +57,7 @@ func newListener(name string, h http.Handler, requests context.Context) *listene
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return requests },
 		ConnState:         l.connState,
+		ConnContext:       httpx.GatherContext,
 	}
 	return l
 }

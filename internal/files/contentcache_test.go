@@ -183,3 +183,51 @@ func TestContentCacheIsNotFilledBySpoolFilesOrFailedUploads(t *testing.T) {
 }
 
 var _ Events = (*cacheEvents)(nil)
+
+// byteEvents records the bytes each download reports at its close.
+type byteEvents struct {
+	noEvents
+	bytes []int64
+}
+
+func (e *byteEvents) Downloaded(_ string, _ int, n int64) { e.bytes = append(e.bytes, n) }
+
+// TestInMemoryHandsOverAVerifiedBody: a small file verified whole, from a
+// node or from the content cache, hands its bytes over once and reports them
+// as sent at the close; a range, streamed from the node, does not.
+func TestInMemoryHandsOverAVerifiedBody(t *testing.T) {
+	ev := &byteEvents{}
+	s, _, _, cache := cachedService(t, 512, func(o *Options) { o.Events = ev })
+	ctx := context.Background()
+	res, err := s.Upload(ctx, UploadRequest{FileName: "f", Body: strings.NewReader("held in memory")})
+	require.NoError(t, err)
+
+	for _, fromCache := range []bool{false, true} {
+		if !fromCache {
+			cache.Remove(res.FileID)
+		}
+		d, err := s.Open(ctx, res.FileID, byterange.Request{})
+		require.NoError(t, err)
+		require.Equal(t, fromCache, d.FromCache)
+		b, ok := d.InMemory()
+		require.True(t, ok)
+		require.Equal(t, "held in memory", string(b))
+		rest, ok := d.InMemory()
+		require.True(t, ok)
+		require.Empty(t, rest, "the bytes are handed over once")
+		n, err := d.Body.Read(make([]byte, 8))
+		require.Equal(t, 0, n)
+		require.ErrorIs(t, err, io.EOF)
+		require.NoError(t, d.Body.Close())
+		require.Equal(t, []int64{int64(len(b))}, ev.bytes)
+		ev.bytes = nil
+	}
+
+	cache.Remove(res.FileID)
+	d, err := s.Open(ctx, res.FileID, byterange.Request{Range: "bytes=0-3"})
+	require.NoError(t, err)
+	require.NotNil(t, d.Range)
+	_, ok := d.InMemory()
+	require.False(t, ok, "a range is streamed")
+	require.NoError(t, d.Body.Close())
+}

@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -143,7 +142,7 @@ func (s *Service) fromCache(rec meta.FileRecord, rng *byterange.Range) (*Downloa
 	}
 	return &Download{
 		File: rec.File, FromCache: true, Range: rng,
-		Body: &countingBody{rc: io.NopCloser(bytes.NewReader(body)), done: func(n int64) { s.opt.Events.Downloaded("", 0, n) }},
+		Body: &countingBody{rc: &memBody{data: body}, done: func(n int64) { s.opt.Events.Downloaded("", 0, n) }},
 	}, true
 }
 
@@ -153,6 +152,42 @@ func (s *Service) fromCache(rec meta.FileRecord, rng *byterange.Range) (*Downloa
 func (s *Service) cacheable(rec meta.File) bool {
 	return s.opt.VerifyOnDownload && rec.SizeBytes <= s.opt.DownloadBuffer && s.opt.ContentCache.Fits(rec.SizeBytes)
 }
+
+// InMemory returns the bytes of the body that are still to be read when the
+// body is held whole in memory (a small file verified before its first byte
+// is sent, or one from the content cache), and counts them as read: the
+// caller sends them instead of reading Body, and still closes it.
+func (d *Download) InMemory() ([]byte, bool) {
+	c, ok := d.Body.(*countingBody)
+	if !ok {
+		return nil, false
+	}
+	m, ok := c.rc.(*memBody)
+	if !ok {
+		return nil, false
+	}
+	b := m.data[m.off:]
+	m.off = len(m.data)
+	c.n += int64(len(b))
+	return b, true
+}
+
+// memBody is a body held in memory.
+type memBody struct {
+	data []byte
+	off  int
+}
+
+func (m *memBody) Read(p []byte) (int, error) {
+	if m.off == len(m.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.data[m.off:])
+	m.off += n
+	return n, nil
+}
+
+func (m *memBody) Close() error { return nil }
 
 // countingBody reports the bytes read through it when it is closed.
 type countingBody struct {
@@ -250,7 +285,7 @@ func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, r
 		if s.cacheable(rec.File) {
 			s.opt.ContentCache.Put(rec.ID, rec.Checksum, data)
 		}
-		return io.NopCloser(bytes.NewReader(data)), nil
+		return &memBody{data: data}, nil
 	}
 	return &verifyingReader{
 		rc: obj.Body, h: sha256.New(), want: rec.Checksum, size: rec.SizeBytes,

@@ -123,9 +123,14 @@ func AccessLog(log *slog.Logger, observe func(route, method string, status int, 
 				if route == "/health/live" || route == "/health/ready" || route == "/metrics" {
 					lvl = slog.LevelDebug
 				}
-				log.Log(r.Context(), lvl, "request", "method", r.Method, "route", route, "path", r.URL.Path,
-					"status", status, "bytes", sw.bytes, "duration_ms", float64(d.Microseconds())/1000,
-					"request_id", RequestIDFrom(r.Context()))
+				// Asked first, so that a line the level drops costs no attributes.
+				if !log.Enabled(r.Context(), lvl) {
+					return
+				}
+				log.LogAttrs(r.Context(), lvl, "request", slog.String("method", r.Method), slog.String("route", route),
+					slog.String("path", r.URL.Path), slog.Int("status", status), slog.Int64("bytes", sw.bytes),
+					slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+					slog.String("request_id", RequestIDFrom(r.Context())))
 			}()
 			next.ServeHTTP(sw, r)
 		})

@@ -3,6 +3,7 @@ package httpx
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -43,4 +44,21 @@ func TestAccessLogLine(t *testing.T) {
 		require.Regexp(t, snake, k)
 	}
 	require.Equal(t, []any{"unmatched", "GET", http.StatusTeapot}, observed, "no chi route: the route label is fixed")
+}
+
+// BenchmarkAccessLogFiltered is a request through RequestID and AccessLog
+// with the logger at warn, where the access line is dropped: the
+// middlewares' own cost per request.
+func BenchmarkAccessLogFiltered(b *testing.B) {
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := RequestID(AccessLog(log, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	})))
+	req := httptest.NewRequest(http.MethodGet, "/api/files/x", nil)
+	req.Header.Set("X-Request-Id", "trace-7")
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		h.ServeHTTP(w, req)
+	}
 }

@@ -106,9 +106,10 @@ const smallSendMax = 64 << 10
 // read into a pooled buffer and written with one write: streamed, the
 // server reads its first 512 bytes on their own (to sniff them) and then
 // copies the rest through a buffer of its own, two reads, two writes and an
-// allocation for a 4 KiB blob in a volume. A larger one is streamed, so that
+// allocation for a 4 KiB blob in a volume; and it leaves with the answer's
+// head in one write (httpx.WriteWhole). A larger one is streamed, so that
 // the server can use sendfile when the store hands out a file.
-func sendBlob(w io.Writer, rc io.Reader, length int64) (int64, error) {
+func sendBlob(w http.ResponseWriter, r *http.Request, rc io.Reader, length int64) (int64, error) {
 	if length > smallSendMax {
 		return io.Copy(w, io.LimitReader(rc, length))
 	}
@@ -122,7 +123,7 @@ func sendBlob(w io.Writer, rc io.Reader, length int64) (int64, error) {
 		n, _ := w.Write(buf[:got])
 		return int64(n), err
 	}
-	n, err := w.Write(buf)
+	n, err := httpx.WriteWhole(w, r, buf)
 	return int64(n), err
 }
 
@@ -173,7 +174,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Length", strconv.FormatInt(rng.Length, 10))
 	w.WriteHeader(status)
-	n, err := sendBlob(w, rc, rng.Length)
+	n, err := sendBlob(w, r, rc, rng.Length)
 	s.metrics.sent.Add(float64(n))
 	if err != nil || n != rng.Length {
 		// The status is already sent: all that is left is to cut the

@@ -101,6 +101,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if strings.HasPrefix(route, "/health/") || route == wire.PathMetrics {
 			level = slog.LevelDebug
 		}
+		// Asked first, so that a line the level drops costs no attributes.
+		if !s.log.Enabled(r.Context(), level) {
+			return
+		}
 		s.log.LogAttrs(r.Context(), level, "http request",
 			slog.String("method", r.Method),
 			slog.String("route", route),

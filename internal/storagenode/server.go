@@ -208,9 +208,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// A small read leaves with its head in one write (sendBlob).
+		ConnContext: httpx.GatherContext,
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpx.GatherListener(ln)) }()
 	s.log.Info("storage node serving", "addr", ln.Addr().String(),
 		"advertised", net.JoinHostPort(s.cfg.AdvertisedHost, strconv.Itoa(s.cfg.AdvertisedPort)),
 		"capacity_bytes", s.cfg.CapacityBytes, "auth", s.cfg.ClusterToken != "")
