@@ -40,13 +40,16 @@ const writeAheadMin = 128 << 10
 // cache by the appender but by a goroutine of its own, into an offset the
 // appender reserves for it: the copy of a large record takes long enough
 // that one appender copying every byte on one core bounded 1 MiB writes
-// (the sync was in flight only 30-51% of the time), while copies on their
-// own goroutines run on every core and still share one sync. Below it a
-// record stays in the appender's gathered pwritev, which costs a group of
-// small records one system call. 64 KiB records, measured both ways in
-// alternated runs (PERFORMANCE.md), were no faster on their own
-// goroutines; the threshold is there.
-const ownWriteMin = 64 << 10
+// (the sync was in flight only 36-60% of the time), while copies on their
+// own goroutines run on both cores and still share syncs (1 MiB writes
+// 1.1-3.1 times as fast in 9 of 10 alternated pairs, PERFORMANCE.md).
+// Below it a record stays in the appender's gathered pwritev, which costs
+// a group of small records one system call: 64 KiB records on goroutines of
+// their own committed 0.32-0.96 times the bytes per second of 64 KiB
+// records kept in the appender, in four alternated runs, with fewer records
+// per sync. Sizes between were not measured; from here the appender already
+// wrote a record alone, at once, while a sync ran.
+const ownWriteMin = writeAheadMin
 
 // The crashAt steps of the appender, in the order a group meets them.
 const (

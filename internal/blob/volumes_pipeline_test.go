@@ -40,7 +40,7 @@ func holdFirstSync(t *testing.T) (entered <-chan struct{}, release func()) {
 // bigPayload is the data of a record that is written as soon as it arrives,
 // even while a sync runs, by a goroutine of its own: it reaches
 // ownWriteMin.
-func bigPayload(i int) []byte { return bytes.Repeat([]byte{byte(i), 'b'}, writeAheadMin/2) }
+func bigPayload(i int) []byte { return bytes.Repeat([]byte{byte(i), 'b'}, ownWriteMin/2) }
 
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
@@ -340,6 +340,28 @@ func holdOwnWrites(t *testing.T, holds map[int]chan struct{}, fails map[int]erro
 	return entered
 }
 
+// openCountingOwnWrites opens a store at dir holding vid(0) and counts the
+// records' own writes the appender has heard finish.
+func openCountingOwnWrites(t *testing.T, dir string) (*Volumes, *atomic.Int64) {
+	t.Helper()
+	v := openVolumes(t, dir, Options{})
+	putV(t, v, vid(0), payload(0))
+	landed := new(atomic.Int64)
+	v.landed = func() { landed.Add(1) }
+	return v, landed
+}
+
+// reopenClean closes v and opens dir again, which must find nothing torn
+// or damaged.
+func reopenClean(t *testing.T, v *Volumes, dir string, o Options) *Volumes {
+	t.Helper()
+	require.NoError(t, v.Close())
+	v = openVolumes(t, dir, o)
+	require.Zero(t, v.Recovery().TornBytes)
+	require.Zero(t, v.Recovery().Quarantined)
+	return v
+}
+
 // receiveBig starts the receipt of bigPayload(i) and returns where it is
 // answered.
 func receiveBig(v *Volumes, i int) <-chan error {
@@ -357,10 +379,7 @@ func receiveBig(v *Volumes, i int) <-chan error {
 // before it.
 func TestVolumesOwnWritesCommitOnlyTheWrittenPrefix(t *testing.T) {
 	dir := t.TempDir()
-	v := openVolumes(t, dir, Options{})
-	putV(t, v, vid(0), payload(0))
-	var landed atomic.Int64
-	v.landed = func() { landed.Add(1) }
+	v, landed := openCountingOwnWrites(t, dir)
 	gate := make(chan struct{})
 	entered := holdOwnWrites(t, map[int]chan struct{}{1: gate}, nil)
 	first := receiveBig(v, 1)
@@ -379,11 +398,7 @@ func TestVolumesOwnWritesCommitOnlyTheWrittenPrefix(t *testing.T) {
 	close(gate)
 	require.NoError(t, <-first)
 	require.NoError(t, <-second)
-	require.NoError(t, v.Close())
-	v = openVolumes(t, dir, Options{})
-	rec := v.Recovery()
-	require.Zero(t, rec.TornBytes)
-	require.Zero(t, rec.Quarantined)
+	v = reopenClean(t, v, dir, Options{})
 	requireHeld(t, v, vid(0), payload(0))
 	requireHeld(t, v, vid(1), bigPayload(1))
 	requireHeld(t, v, vid(2), bigPayload(2))
@@ -395,10 +410,7 @@ func TestVolumesOwnWritesCommitOnlyTheWrittenPrefix(t *testing.T) {
 // the record before it commits.
 func TestVolumesFailedOwnWriteFailsTheRecordsAfterIt(t *testing.T) {
 	dir := t.TempDir()
-	v := openVolumes(t, dir, Options{})
-	putV(t, v, vid(0), payload(0))
-	var landed atomic.Int64
-	v.landed = func() { landed.Add(1) }
+	v, landed := openCountingOwnWrites(t, dir)
 	holdA, holdB := make(chan struct{}), make(chan struct{})
 	entered := holdOwnWrites(t, map[int]chan struct{}{1: holdA, 2: holdB}, map[int]error{2: syscall.ENOSPC})
 	a := receiveBig(v, 1)
@@ -424,11 +436,7 @@ func TestVolumesFailedOwnWriteFailsTheRecordsAfterIt(t *testing.T) {
 	requireGone(t, v, vid(3))
 	_, _, err := v.Receive(context.Background(), vid(3), sum(bigPayload(3)), -1, bytes.NewReader(bigPayload(3)))
 	require.NoError(t, err)
-	require.NoError(t, v.Close())
-	v = openVolumes(t, dir, Options{})
-	rec := v.Recovery()
-	require.Zero(t, rec.TornBytes)
-	require.Zero(t, rec.Quarantined)
+	v = reopenClean(t, v, dir, Options{})
 	requireHeld(t, v, vid(1), bigPayload(1))
 	requireHeld(t, v, vid(3), bigPayload(3))
 	requireGone(t, v, vid(2))
@@ -456,12 +464,8 @@ func TestVolumesOwnWritesRollVolumes(t *testing.T) {
 	for i := range n {
 		requireHeld(t, v, vid(i), data(i))
 	}
-	require.NoError(t, v.Close())
-	v = openVolumes(t, dir, opts)
-	rec := v.Recovery()
-	require.GreaterOrEqual(t, rec.Volumes, 3, "20 records of 128 KiB fill several 1 MiB volumes")
-	require.Zero(t, rec.TornBytes)
-	require.Zero(t, rec.Quarantined)
+	v = reopenClean(t, v, dir, opts)
+	require.GreaterOrEqual(t, v.Recovery().Volumes, 3, "20 records of 128 KiB fill several 1 MiB volumes")
 	for i := range n {
 		requireHeld(t, v, vid(i), data(i))
 	}
