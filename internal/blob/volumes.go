@@ -38,18 +38,21 @@ import (
 // and lives in memory; the record order (volume number, then offset) is the
 // order the writes happened in, so the last record of an id is its state.
 //
-// Writes are committed in groups: one appender per store writes the records
-// handed to it to the active volume (each batch with one pwritev) and makes
-// a group durable with one fdatasync, and only then updates the index and
-// acknowledges it. While one group's sync runs, the records that arrive
-// form the next group, whose sync starts when the first returns: large ones
-// are written behind it at once, small ones held in memory and written
-// together when it returns. A crash therefore loses only records nobody was told
-// about. A failed sync fails every record of its group and of the group
-// written behind it, and cuts the volume back to where its group began (the
-// length the last successful sync covered); a failed write (a full disk
-// included) fails its own records and cuts them off, so no half record is
-// ever followed by a good one. When appending a group would take
+// Writes are committed in groups: one appender per store places the records
+// handed to it in the active volume and makes a group durable with one
+// fdatasync, and only then updates the index and acknowledges it. Small
+// records it writes itself, each batch with one pwritev; a record of
+// ownWriteMin bytes or more gets the next offset and is copied there by a
+// goroutine of its own, so that large copies run on every core. While one
+// group's sync runs, the records that arrive form the next group, whose sync
+// starts when the first returns and covers only the contiguous written
+// prefix: never a record with an unwritten one before it. A crash therefore
+// loses only records nobody was told about. A failed sync fails every record
+// of its group and of the group behind it, and cuts the volume back to where
+// its group began (the length the last successful sync covered); a failed
+// write (a full disk included) fails its own records and every one placed
+// after them, and cuts them off once no record's own write is running, so
+// no half record is ever followed by a good one. When appending a group would take
 // the active volume past Options.VolumeSize, the volume is sealed and a new
 // one created (its superblock and directory entry synced first).
 //
@@ -128,6 +131,9 @@ type Volumes struct {
 	// submitted, when set, is called each time a record has been handed to
 	// the appender; tests use it to know when every writer is queued.
 	submitted func()
+	// landed, when set, is called each time the appender has heard that a
+	// record's own write finished.
+	landed func()
 }
 
 var _ Store = (*Volumes)(nil)
@@ -168,6 +174,10 @@ type volume struct {
 	end int64
 	// live is the bytes of the records the index points to. Under Volumes.mu.
 	live int64
+	// gate is held shared by each goroutine writing a record of its own
+	// into the volume, and exclusively while the appender cuts the volume
+	// back, so that no such write runs during a cut (volumes_append.go).
+	gate sync.RWMutex
 }
 
 // VolumeRecovery is what OpenVolumes found and repaired.

@@ -27,15 +27,29 @@ const (
 	maxGroupBytes   = 32 << 20
 )
 
-// writeAheadMin is how many bytes of records the appender holds in memory
-// while a sync runs before it writes them behind the group in sync. Copying
-// a large record into the page cache takes long enough to be worth
-// overlapping with the sync; a small one is one pwritev(2) of a few
-// microseconds of kernel CPU, and 4 KiB records arrive one by one, so
-// written at once each cost a system call of its own (0.93 per copy on a
-// node of the cluster bench). Held until the sync returns, a group of them
-// goes in one write, tens of microseconds, before the next sync starts.
+// writeAheadMin is how many bytes of small records the appender holds in
+// memory while a sync runs before it writes them behind the group in sync.
+// A small record is one pwritev(2) of a few microseconds of kernel CPU, and
+// 4 KiB records arrive one by one, so written at once each cost a system
+// call of its own (0.93 per copy on a node of the cluster bench). Held until
+// the sync returns, a group of them goes in one write, tens of
+// microseconds, before the next sync starts.
 const writeAheadMin = 128 << 10
+
+// ownWriteMin is the size from which a record is not copied into the page
+// cache by the appender but by a goroutine of its own, into an offset the
+// appender reserves for it: the copy of a large record takes long enough
+// that one appender copying every byte on one core bounded 1 MiB writes
+// (the sync was in flight only 36-60% of the time), while copies on their
+// own goroutines run on both cores and still share syncs (1 MiB writes
+// 1.1-3.1 times as fast in 9 of 10 alternated pairs, PERFORMANCE.md).
+// Below it a record stays in the appender's gathered pwritev, which costs
+// a group of small records one system call: 64 KiB records on goroutines of
+// their own committed 0.32-0.96 times the bytes per second of 64 KiB
+// records kept in the appender, in four alternated runs, with fewer records
+// per sync. Sizes between were not measured; from here the appender already
+// wrote a record alone, at once, while a sync ran.
+const ownWriteMin = writeAheadMin
 
 // The crashAt steps of the appender, in the order a group meets them.
 const (
@@ -58,6 +72,20 @@ type appendReq struct {
 	// committed or fails.
 	reserved int64
 	done     chan error
+
+	// off is where the appender put the record in the active volume.
+	off int64
+	// The appender's, for a record written by its own goroutine: writing
+	// while that goroutine runs, and failed, when a cut or a crash failed
+	// the record while it was still writing, the answer it gets when the
+	// goroutine reports.
+	writing bool
+	failed  error
+	// werr is the goroutine's own write's result, read once it reported.
+	werr error
+	// cancelled tells the goroutine not to write: a cut took its offset.
+	// Under the volume's gate.
+	cancelled bool
 }
 
 // syncCounters counts group commits for SyncStats.
@@ -101,34 +129,45 @@ func (v *Volumes) commit(r *appendReq) error {
 // appender commits the records handed to it, until Close closes reqs.
 //
 // It keeps at most two groups of the active volume in hand: one whose
-// fdatasync is running (on its own goroutine) and one being filled. Records
+// fdatasync is running (on its own goroutine) and one being filled behind
+// it. A record of ownWriteMin bytes or more gets the next offset of the
+// volume at once and is copied there by a goroutine of its own, so large
+// copies run in parallel and overlap the sync in flight. Smaller records
 // that arrive while a sync runs are held in memory until they add up to
 // writeAheadMin bytes, then written, each batch with one pwritev from the
-// records' own buffers, into the filling group; when the sync returns, what
-// is still held is written the same way and the filling group's sync starts
-// at once. So the copies into the page cache of large records overlap the
-// sync of the group before, small records share a write as they share a
-// sync, the syncs follow each other with no gap but that last write, and
-// each still covers a group that was whole in the file before it began. A
-// group is acknowledged only once its own sync has returned; groups are
-// answered in the order they were written.
+// records' own buffers, at the next offset. When a sync returns, what is
+// still held is written and the next sync starts at once over the records
+// of the filling group that are written with nothing unwritten before them:
+// the contiguous written prefix. A record behind one still being copied
+// waits for a later sync, so every sync covers a stretch of the volume
+// that was whole in the file before it began, and no record is ever
+// acknowledged beyond a gap. A group is acknowledged only once its own
+// sync has returned; groups are answered in the order they were written.
 func (v *Volumes) appender() {
 	defer close(v.appenderDone)
-	a := &appendState{v: v, synced: make(chan error, 1)}
+	a := &appendState{v: v, synced: make(chan error, 1), wrote: make(chan *appendReq, 2*maxGroupRecords)}
 	v.mu.Lock()
 	if v.active != nil {
 		v.active.end = v.active.size
 	}
 	v.mu.Unlock()
 	reqs := v.reqs
-	// held are records taken but not yet written, heldBytes their length.
+	// held are small records taken but not yet written, heldBytes their
+	// length.
 	held := make([]*appendReq, 0, maxGroupRecords)
 	heldBytes := 0
 	write := func() {
 		a.append(held)
 		held, heldBytes = held[:0], 0
 	}
-	for reqs != nil || a.syncing != nil || a.filling != nil || len(held) > 0 {
+	take := func(r *appendReq) {
+		if len(r.rec) >= ownWriteMin {
+			a.reserve(r)
+			return
+		}
+		held, heldBytes = append(held, r), heldBytes+len(r.rec)
+	}
+	for reqs != nil || a.syncing != nil || a.filling != nil || len(held) > 0 || a.writers > 0 {
 		if a.syncing == nil && len(held) > 0 {
 			write()
 		}
@@ -144,7 +183,7 @@ func (v *Volumes) appender() {
 				reqs = nil
 				continue
 			}
-			held, heldBytes = append(held, r), heldBytes+len(r.rec)
+			take(r)
 			records, n = records+1, n+len(r.rec)
 		gather:
 			for records < maxGroupRecords && n < maxGroupBytes {
@@ -154,7 +193,7 @@ func (v *Volumes) appender() {
 						reqs = nil
 						break gather
 					}
-					held, heldBytes = append(held, r), heldBytes+len(r.rec)
+					take(r)
 					records, n = records+1, n+len(r.rec)
 				default:
 					break gather
@@ -165,6 +204,8 @@ func (v *Volumes) appender() {
 			}
 		case err := <-a.synced:
 			a.finish(err)
+		case r := <-a.wrote:
+			a.landed(r)
 		}
 	}
 }
@@ -196,17 +237,42 @@ func (g *group) records() int {
 type appendState struct {
 	v       *Volumes
 	syncing *group
+	// filling's records are in offset order; those of ownWriteMin bytes or
+	// more may still be being written.
 	filling *group
 	synced  chan error // the result of syncing's fdatasync
+	// wrote is where the goroutines writing records of their own report,
+	// and writers counts those not yet heard from.
+	wrote   chan *appendReq
+	writers int
 }
 
-// startSync starts the sync of the filling group if no sync is running.
+// startSync starts the sync of the filling group's contiguous written
+// prefix if no sync is running; the rest stays filling.
 func (a *appendState) startSync() {
 	if a.syncing != nil || a.filling == nil {
 		return
 	}
+	a.collect()
 	g := a.filling
-	a.syncing, a.filling = g, nil
+	if g == nil {
+		return
+	}
+	k := 0
+	for k < len(g.reqs) && !g.reqs[k].writing {
+		k++
+	}
+	if k == 0 {
+		return // the first record is still being written
+	}
+	if k < len(g.reqs) {
+		rest := &group{vol: g.vol, start: g.reqs[k].off, end: g.end, reqs: g.reqs[k:]}
+		g = &group{vol: g.vol, start: g.start, end: rest.start, reqs: g.reqs[:k:k]}
+		a.filling = rest
+	} else {
+		a.filling = nil
+	}
+	a.syncing = g
 	go func() {
 		began := time.Now()
 		err := syncVolume(g.vol.f)
@@ -215,11 +281,33 @@ func (a *appendState) startSync() {
 	}()
 }
 
-// drain commits both groups in hand, waiting for their syncs.
+// collect takes the reports of the record writes that have finished.
+func (a *appendState) collect() {
+	for {
+		select {
+		case r := <-a.wrote:
+			a.landed(r)
+		default:
+			return
+		}
+	}
+}
+
+// drain commits both groups in hand, waiting for their writes and syncs,
+// and for every record write still running, even one a cut cancelled.
 func (a *appendState) drain() {
-	for a.syncing != nil || a.filling != nil {
+	for a.syncing != nil || a.filling != nil || a.writers > 0 {
 		a.startSync()
-		a.finish(<-a.synced)
+		if a.syncing == nil {
+			a.landed(<-a.wrote)
+			continue
+		}
+		select {
+		case err := <-a.synced:
+			a.finish(err)
+		case r := <-a.wrote:
+			a.landed(r)
+		}
 	}
 }
 
@@ -235,28 +323,22 @@ func (a *appendState) finish(err error) {
 	}
 	if err != nil {
 		if err != errSimulatedCrash {
-			v.cutBack(g.vol, g.start, err)
-			g.vol.end = g.start
+			a.cut(g.vol, g.start, err)
 			err = fsError(err, "blob store: append to volume %d", g.vol.num)
 		}
 		answer(g.reqs, err)
-		if a.filling != nil {
-			answer(a.filling.reqs, err)
-			a.filling = nil
-		}
+		a.failFrom(g.start, err)
 		return
 	}
 	v.stats.add(len(g.reqs), g.took)
 	v.mu.Lock()
-	off := g.start
 	for _, r := range g.reqs {
-		v.apply(g.vol, r.h, off)
+		v.apply(g.vol, r.h, r.off)
 		if !r.h.tombstone() {
 			v.acct.publish(r.reserved)
 		}
-		off += int64(len(r.rec))
 	}
-	g.vol.size = off
+	g.vol.size = g.end
 	v.mu.Unlock()
 	answer(g.reqs, nil)
 	if v.sinceCkpt.Add(int64(len(g.reqs))) >= v.ckptEvery && v.ckptRunning.CompareAndSwap(false, true) {
@@ -271,32 +353,138 @@ func (a *appendState) finish(err error) {
 	}
 }
 
+// failFrom fails every record of the filling group at or beyond off: those
+// written are answered at once, those still being written once their
+// goroutine reports.
+func (a *appendState) failFrom(off int64, err error) {
+	g := a.filling
+	if g == nil {
+		return
+	}
+	i := 0
+	for i < len(g.reqs) && g.reqs[i].off < off {
+		i++
+	}
+	for _, r := range g.reqs[i:] {
+		if r.writing {
+			r.failed = err
+		} else {
+			r.done <- err
+		}
+	}
+	if i == 0 {
+		a.filling = nil
+		return
+	}
+	g.reqs, g.end = g.reqs[:i], off
+}
+
+// cut cuts vol back to length after a failed write or sync, and cancels
+// the writes still to come of the records at or beyond it. It holds the
+// volume's gate, so no record's own write is running while the file is cut:
+// none can land beyond the cut afterwards.
+func (a *appendState) cut(vol *volume, length int64, cause error) {
+	vol.gate.Lock()
+	if g := a.filling; g != nil {
+		for _, r := range g.reqs {
+			if r.writing && r.off >= length {
+				r.cancelled = true
+			}
+		}
+	}
+	a.v.cutBack(vol, length, cause)
+	vol.gate.Unlock()
+	vol.end = length
+}
+
+// landed takes the report of r's own write. A write that failed fails r
+// and every record after it, and the volume is cut back to where r began.
+func (a *appendState) landed(r *appendReq) {
+	a.writers--
+	r.writing = false
+	v := a.v
+	if v.landed != nil {
+		v.landed()
+	}
+	switch {
+	case r.failed != nil:
+		r.done <- r.failed // a cut or a crash took it while it was written
+	case r.werr != nil:
+		err := fsError(r.werr, "blob store: append to volume %d", a.filling.vol.num)
+		a.cut(a.filling.vol, r.off, r.werr)
+		a.failFrom(r.off, err)
+	case v.crash(crashAppended):
+		if a.filling != nil {
+			a.failFrom(a.filling.start, errSimulatedCrash)
+		}
+	}
+}
+
+// room returns the active volume with room for n more bytes, rolling it
+// first (once the groups in hand are committed) where it has none.
+func (a *appendState) room(n int64) (*volume, error) {
+	v := a.v
+	if err := v.writable(); err != nil {
+		return nil, err
+	}
+	v.mu.RLock()
+	vol := v.active
+	v.mu.RUnlock()
+	if vol != nil && vol.end+n <= v.volSize {
+		return vol, nil
+	}
+	// Only the active volume is appended to, and a sealed one may be
+	// compacted: commit what it was given before rolling.
+	a.drain()
+	if err := v.writable(); err != nil {
+		return nil, err
+	}
+	return v.roll()
+}
+
+// reserve gives r the next offset of the active volume, into the filling
+// group, and starts the goroutine that writes it there.
+func (a *appendState) reserve(r *appendReq) {
+	vol, err := a.room(int64(len(r.rec)))
+	if err != nil {
+		r.done <- err
+		return
+	}
+	sealHeader(r.rec, vol.salt, r.h)
+	r.off, r.writing = vol.end, true
+	vol.end += int64(len(r.rec))
+	a.fill(vol, r)
+	a.writers++
+	f := vol.f // the active volume's, which compaction leaves alone
+	go func() {
+		vol.gate.RLock()
+		if !r.cancelled {
+			_, r.werr = writeVolume(f, [][]byte{r.rec}, r.off)
+		}
+		vol.gate.RUnlock()
+		a.wrote <- r
+	}()
+}
+
+// fill adds r, at the end of vol, to the filling group.
+func (a *appendState) fill(vol *volume, r *appendReq) {
+	if a.filling == nil {
+		a.filling = &group{vol: vol, start: r.off}
+	}
+	a.filling.reqs = append(a.filling.reqs, r)
+	a.filling.end = r.off + int64(len(r.rec))
+}
+
 // append writes batch to the active volume behind the groups in hand,
-// rolling the volume first (once those are committed) where a record would
-// overflow it. A record whose write fails is answered at once.
+// rolling the volume first where a record would overflow it. A record
+// whose write fails is answered at once.
 func (a *appendState) append(batch []*appendReq) {
 	v := a.v
 	for len(batch) > 0 {
-		if err := v.writable(); err != nil {
+		vol, err := a.room(int64(len(batch[0].rec)))
+		if err != nil {
 			answer(batch, err)
 			return
-		}
-		v.mu.RLock()
-		vol := v.active
-		v.mu.RUnlock()
-		if vol == nil || vol.end+int64(len(batch[0].rec)) > v.volSize {
-			// Only the active volume is appended to, and a sealed one may
-			// be compacted: commit what it was given before rolling.
-			a.drain()
-			if err := v.writable(); err != nil {
-				answer(batch, err)
-				return
-			}
-			var err error
-			if vol, err = v.roll(); err != nil {
-				answer(batch, err)
-				return
-			}
 		}
 		// As many records as fit in this volume.
 		room := v.volSize - vol.end
@@ -324,32 +512,24 @@ func (a *appendState) write(vol *volume, recs []*appendReq) {
 	if err == nil && v.crash(crashAppended) {
 		answer(recs, errSimulatedCrash)
 		if a.filling != nil {
-			answer(a.filling.reqs, errSimulatedCrash)
-			a.filling = nil
+			a.failFrom(a.filling.start, errSimulatedCrash)
 		}
 		return // a running sync's group is answered by finish
 	}
 	if err != nil {
 		// The groups in hand lie below start, untouched; only what this
 		// write may have left beyond it goes.
-		v.cutBack(vol, start, err)
+		a.cut(vol, start, err)
 		answer(recs, fsError(err, "blob store: append to volume %d", vol.num))
 		return
 	}
-	vol.end = start + recsLen(recs)
-	if a.filling == nil {
-		a.filling = &group{vol: vol, start: start}
-	}
-	a.filling.reqs = append(a.filling.reqs, recs...)
-	a.filling.end = vol.end
-}
-
-func recsLen(recs []*appendReq) int64 {
-	var t int64
+	off := start
 	for _, r := range recs {
-		t += int64(len(r.rec))
+		r.off = off
+		off += int64(len(r.rec))
+		a.fill(vol, r)
 	}
-	return t
+	vol.end = off
 }
 
 func answer(group []*appendReq, err error) {
