@@ -104,8 +104,11 @@ func TestSelfHealNodeDiskWipedFasterThanTheDetector(t *testing.T) {
 func TestSelfHealSurplusHolderKilledMidRebalance(t *testing.T) {
 	t.Parallel()
 	// Thirty failed probes half a second apart: fifteen seconds before an
-	// eviction, well over the victim's downtime below.
-	c := startCluster(t, options{nodes: 3, coordEnv: env(sweepFast, []string{slowRebalance, "HEALTH_FAILURE_THRESHOLD=30"})})
+	// eviction, well over the victim's downtime below. The sweep checks at
+	// most 25 files a second, so that the rebalance, not the sweep (eight
+	// files at a time by default), meets the victim for most of the files
+	// still to move.
+	c := startCluster(t, options{nodes: 3, coordEnv: env(sweepFast, []string{slowRebalance, "HEALTH_FAILURE_THRESHOLD=30", "ANTI_ENTROPY_RATE=25"})})
 	files := c.uploadMany(200, 4<<10, 16<<10)
 	victim := localcluster.NodeName(1)
 
