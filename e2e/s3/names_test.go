@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ import (
 
 // TestNamesThroughTheCLI stores and reads objects by name with the dfs
 // command (through the REST API, authenticated by HTTP Basic) and checks
-// that the S3 API serves the same objects, and the other way round.
+// that the S3 API serves the same objects, and the other way round; and
+// makes, lists and revokes a key with dfs keys.
 func TestNamesThroughTheCLI(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -60,7 +62,12 @@ func TestNamesThroughTheCLI(t *testing.T) {
 	require.Error(t, err)
 
 	// Another non-admin key may not use the bucket through REST either.
-	ak, sk := c.createKey("reader")
+	// It is made, listed and revoked with dfs keys.
+	created := dfs.run(bin, "keys", "create", "reader")
+	m := regexp.MustCompile(`(?m)^access key  (\S+)\nsecret key  (\S+)$`).FindStringSubmatch(created)
+	require.NotNil(t, m, created)
+	ak, sk := m[1], m[2]
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ak)+`\s+reader\s+false\s`, dfs.run(bin, "keys", "ls"))
 	status, body := c.rest(http.MethodGet, "/api/buckets/names/objects", nil, ak, sk)
 	require.Equal(t, http.StatusForbidden, status, string(body))
 	status, _ = c.rest(http.MethodGet, "/api/buckets/names/object?key=from-s3.txt", nil, ak, sk)
@@ -68,4 +75,8 @@ func TestNamesThroughTheCLI(t *testing.T) {
 	status, body = c.rest(http.MethodGet, "/api/buckets", nil, ak, sk)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "[]\n", string(body), "a key sees only its own buckets")
+	require.Contains(t, dfs.run(bin, "keys", "rm", ak), "access key "+ak+" revoked")
+	require.NotContains(t, dfs.run(bin, "keys", "ls"), ak)
+	status, _ = c.rest(http.MethodGet, "/api/buckets", nil, ak, sk)
+	require.Equal(t, http.StatusUnauthorized, status, "a revoked key is refused")
 }

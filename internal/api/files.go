@@ -77,7 +77,12 @@ func kindOfBodyError(err error, msg string) error {
 }
 
 func (s *server) download(w http.ResponseWriter, r *http.Request) {
-	s.serveFile(w, r, chi.URLParam(r, "fileId"))
+	id := chi.URLParam(r, "fileId")
+	if err := s.fileAllowed(r, id); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	s.serveFile(w, r, id)
 }
 
 // serveFile streams file id's bytes, honouring Range and If-Range.
@@ -154,7 +159,12 @@ func toFileJSON(f meta.File) apiwire.File {
 }
 
 func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
-	rec, err := s.Files.Metadata(r.Context(), chi.URLParam(r, "fileId"))
+	id := chi.URLParam(r, "fileId")
+	if err := s.fileAllowed(r, id); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	rec, err := s.Files.Metadata(r.Context(), id)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -224,7 +234,12 @@ func intParam(v string, def int, name string) (int, error) {
 }
 
 func (s *server) deleteFile(w http.ResponseWriter, r *http.Request) {
-	res, err := s.Files.Delete(r.Context(), chi.URLParam(r, "fileId"))
+	id := chi.URLParam(r, "fileId")
+	if err := s.fileAllowed(r, id); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	res, err := s.Files.Delete(r.Context(), id)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -237,7 +252,12 @@ func (s *server) deleteFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) verify(w http.ResponseWriter, r *http.Request) {
-	res, err := s.Files.Verify(r.Context(), chi.URLParam(r, "fileId"))
+	id := chi.URLParam(r, "fileId")
+	if err := s.fileAllowed(r, id); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	res, err := s.Files.Verify(r.Context(), id)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

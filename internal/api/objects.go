@@ -73,6 +73,29 @@ func (s *server) bucket(r *http.Request) (meta.Bucket, error) {
 	return b, objects.Allowed(b, ak, admin)
 }
 
+// fileAllowed checks that the caller may use file id through the file
+// routes: a file that holds an object belongs to the object's bucket, as
+// under /api/buckets and on the S3 API; a file without a name is anyone's,
+// as before. An id that is not one is left to the file service to refuse.
+func (s *server) fileAllowed(r *http.Request, id string) error {
+	ak, admin := caller(r)
+	if s.Namespace == nil || ak == "" || admin || files.ValidateFileID(id) != nil {
+		return nil
+	}
+	o, err := s.Namespace.ObjectByFile(r.Context(), id)
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b, err := s.Namespace.GetBucket(r.Context(), o.Bucket)
+	if err != nil {
+		return err
+	}
+	return objects.Allowed(b, ak, admin)
+}
+
 func (s *server) listBuckets(w http.ResponseWriter, r *http.Request) {
 	all, err := s.Namespace.ListBuckets(r.Context())
 	if err != nil {

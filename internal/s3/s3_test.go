@@ -214,3 +214,61 @@ func TestOverwriteDeletesTheOldFile(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "three", body)
 }
+
+// TestConditionsOwnersAndEncoding covers what the Go clients' e2e test
+// does not: If-Modified-Since (and If-Match winning over
+// If-Unmodified-Since), the x-amz-copy-source-if-* conditions of a copy,
+// which store nothing when they fail, fetch-owner and encoding-type=url.
+func TestConditionsOwnersAndEncoding(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, body := call(t, srv, http.MethodPut, "", "/bkt/a%20b", "us-east-1", []byte("v"))
+	require.Equal(t, http.StatusOK, status, body)
+	const etag = `"9e3669d19b675bd57058fd4664205d2a"` // MD5 of "v"
+	hour := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(http.TimeFormat) }
+
+	for _, tc := range []struct {
+		name   string
+		hdr    []string
+		status int
+	}{
+		{"modified since an hour ago", []string{"If-Modified-Since", hour(-time.Hour)}, http.StatusOK},
+		{"not modified since a time to come", []string{"If-Modified-Since", hour(time.Hour)}, http.StatusNotModified},
+		{"If-None-Match decides over If-Modified-Since", []string{"If-None-Match", `"other"`, "If-Modified-Since", hour(time.Hour)}, http.StatusOK},
+		{"If-Match decides over If-Unmodified-Since", []string{"If-Match", etag, "If-Unmodified-Since", hour(-time.Hour)}, http.StatusOK},
+		{"modified after If-Unmodified-Since", []string{"If-Unmodified-Since", hour(-time.Hour)}, http.StatusPreconditionFailed},
+	} {
+		status, body := call(t, srv, http.MethodGet, "", "/bkt/a%20b", "us-east-1", nil, tc.hdr...)
+		require.Equal(t, tc.status, status, "%s: %s", tc.name, body)
+	}
+
+	for _, hdr := range [][]string{
+		{"X-Amz-Copy-Source-If-Match", `"other"`},
+		{"X-Amz-Copy-Source-If-None-Match", etag},
+		{"X-Amz-Copy-Source-If-Modified-Since", hour(time.Hour)},
+		{"X-Amz-Copy-Source-If-Unmodified-Since", hour(-time.Hour)},
+	} {
+		status, body := call(t, srv, http.MethodPut, "", "/bkt/copy", "us-east-1", nil, append([]string{"X-Amz-Copy-Source", "/bkt/a%20b"}, hdr...)...)
+		require.Equal(t, http.StatusPreconditionFailed, status, "%s: %s", hdr[0], body)
+		require.Contains(t, body, "<Code>PreconditionFailed</Code>")
+	}
+	require.Len(t, mf.data, 1, "a copy whose condition failed stored nothing")
+	status, body = call(t, srv, http.MethodPut, "", "/bkt/copy", "us-east-1", nil, "X-Amz-Copy-Source", "/bkt/a%20b", "X-Amz-Copy-Source-If-Match", etag)
+	require.Equal(t, http.StatusOK, status, body)
+
+	status, body = call(t, srv, http.MethodGet, "", "/bkt?list-type=2", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.NotContains(t, body, "<Owner>", "ListObjectsV2 names owners only with fetch-owner")
+	status, body = call(t, srv, http.MethodGet, "", "/bkt?list-type=2&fetch-owner=true", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner>")
+	status, body = call(t, srv, http.MethodGet, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Owner><ID>AK</ID>", "ListObjects (v1) always names owners")
+	require.Contains(t, body, "<Key>a b</Key>")
+	status, body = call(t, srv, http.MethodGet, "", "/bkt?list-type=2&encoding-type=url", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Key>a%20b</Key>")
+	require.Contains(t, body, "<EncodingType>url</EncodingType>")
+}

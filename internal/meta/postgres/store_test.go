@@ -258,9 +258,10 @@ func TestMalformedURLIsInvalid(t *testing.T) {
 	require.NotContains(t, err.Error(), "secret", "the password is not repeated in errors")
 }
 
-// TestIndexedQueries checks that the failure, repair and join paths can be
-// served by an index: with sequential scans disabled, the plan uses the
-// expected index (a tiny test table would otherwise be scanned).
+// TestIndexedQueries checks that the failure, repair and join paths and a
+// page of an S3 listing can be served by an index: with sequential scans
+// disabled, the plan uses the expected index (a tiny test table would
+// otherwise be scanned).
 func TestIndexedQueries(t *testing.T) {
 	s := openTest(t, testenv.NewPostgresDB(t))
 	cases := []struct {
@@ -274,6 +275,8 @@ func TestIndexedQueries(t *testing.T) {
 		{"repair queue", sqlRepairQueue, "files_durability_idx"},
 		{"durability of chunked files", strings.ReplaceAll(sqlDurabilityChunked, "$1", "'{node-1}'::text[]"), "files_durability_idx"},
 		{"durability of chunked files by node", strings.ReplaceAll(sqlDurabilityChunkedByNode, "$1", "'{node-1}'::text[]"), "files_durability_idx"},
+		{"a page of a bucket's keys", strings.NewReplacer("$1", "'b'", "$2", `'\x61'::bytea`, "$3", `'\x61'::bytea`, "$4", `'\x62'::bytea`,
+			"$5", "10").Replace(objectsAfterSQL), "objects_pkey"},
 	}
 	ctx := context.Background()
 	for _, tc := range cases {
