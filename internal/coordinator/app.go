@@ -198,7 +198,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
-		ChunkSize: cfg.ChunkSize, ChunkConcurrency: cfg.ChunkUploadConcurrency, ChunkBuffers: cfg.ChunkBuffers, SessionTTL: cfg.UploadSessionTTL,
+		ChunkSize: cfg.ChunkSize, ChunkConcurrency: cfg.ChunkUploadConcurrency, ChunkBuffers: cfg.ChunkBuffers, ChunkReadAhead: cfg.ChunkReadAhead, SessionTTL: cfg.UploadSessionTTL,
 	})
 	if err != nil {
 		a.close()

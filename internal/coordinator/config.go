@@ -63,6 +63,7 @@ type Config struct {
 	ChunkSize                   int64         // CHUNK_SIZE: files larger than this are stored as chunks of it
 	ChunkUploadConcurrency      int           // CHUNK_UPLOAD_CONCURRENCY: chunks of one upload written to nodes at once
 	ChunkBuffers                int           // CHUNK_BUFFERS: CHUNK_SIZE buffers all uploads and parts share
+	ChunkReadAhead              int           // CHUNK_READAHEAD: chunks of a download fetched at once beyond the one being sent
 	UploadSessionTTL            time.Duration // UPLOAD_SESSION_TTL: an upload session not completed or aborted by then is removed
 	ShutdownTimeout             time.Duration // SHUTDOWN_TIMEOUT: how long requests in flight at SIGTERM may run on before they are cut off
 }
@@ -123,6 +124,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		ChunkSize:                   l.Size("CHUNK_SIZE", 8<<20),
 		ChunkUploadConcurrency:      l.Int("CHUNK_UPLOAD_CONCURRENCY", 3, 1, 64),
 		ChunkBuffers:                l.Int("CHUNK_BUFFERS", 3, 1, 1024),
+		ChunkReadAhead:              l.Int("CHUNK_READAHEAD", 2, 1, 64),
 		UploadSessionTTL:            l.Duration("UPLOAD_SESSION_TTL", 24*time.Hour),
 		ShutdownTimeout:             l.Duration("SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
 	}

@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		AntiEntropyInterval: 10 * time.Minute, AntiEntropyRate: 2000, AntiEntropyOrphanGrace: 30 * time.Minute,
 		ReplicaWriteConcurrency: 64, LocalCacheEntries: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
 		S3Region: "us-east-1", APIAuth: "keys",
-		ChunkSize: 8 << 20, ChunkUploadConcurrency: 3, ChunkBuffers: 3, UploadSessionTTL: 24 * time.Hour,
+		ChunkSize: 8 << 20, ChunkUploadConcurrency: 3, ChunkBuffers: 3, ChunkReadAhead: 2, UploadSessionTTL: 24 * time.Hour,
 		ShutdownTimeout: 3 * time.Second,
 	}, c)
 	require.Equal(t, ":8080", c.Addr())
@@ -42,7 +42,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		"LOG_LEVEL": "debug", "LOG_FORMAT": "json", "PPROF_ADDR": "127.0.0.1:6060",
 		"S3_PORT": "9000", "S3_DOMAIN": "s3.example.com", "S3_REGION": "eu-west-3",
 		"ROOT_ACCESS_KEY": "root-key", "ROOT_SECRET_KEY": "root-secret", "API_AUTH": "open",
-		"CHUNK_SIZE": "16MiB", "CHUNK_UPLOAD_CONCURRENCY": "5", "CHUNK_BUFFERS": "9", "UPLOAD_SESSION_TTL": "2h",
+		"CHUNK_SIZE": "16MiB", "CHUNK_UPLOAD_CONCURRENCY": "5", "CHUNK_BUFFERS": "9", "CHUNK_READAHEAD": "4", "UPLOAD_SESSION_TTL": "2h",
 		"SHUTDOWN_TIMEOUT": "20s",
 	}))
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		CacheEnabled: false, CacheMetadataTTL: 10 * time.Second, PendingUploadTimeout: time.Minute,
 		AntiEntropyInterval: 5 * time.Minute, AntiEntropyRate: 300, AntiEntropyOrphanGrace: 2 * time.Minute,
 		ReplicaWriteConcurrency: 8, LocalCacheEntries: 5, ContentCacheMaxFile: 32 << 10, NodeStallTimeout: 7 * time.Second, RebalanceParallelism: 4, SpoolMemoryMax: 64 << 10, SpoolMemoryLimit: 1 << 20, DrainTimeout: time.Minute, LeaseTTL: 5 * time.Second, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
-		PprofAddr: "127.0.0.1:6060", ChunkSize: 16 << 20, ChunkUploadConcurrency: 5, ChunkBuffers: 9, UploadSessionTTL: 2 * time.Hour,
+		PprofAddr: "127.0.0.1:6060", ChunkSize: 16 << 20, ChunkUploadConcurrency: 5, ChunkBuffers: 9, ChunkReadAhead: 4, UploadSessionTTL: 2 * time.Hour,
 		ShutdownTimeout: 20 * time.Second,
 		S3Port:          9000, S3Domain: "s3.example.com", S3Region: "eu-west-3", RootAccessKey: "root-key", RootSecretKey: "root-secret", APIAuth: "open",
 	}, c)
@@ -80,7 +80,7 @@ func TestConfigNamesEveryBadVariable(t *testing.T) {
 		"SPOOL_MEMORY_MAX": "2MiB", "SPOOL_MEMORY_LIMIT": "1MiB", "LOCAL_CACHE_ENTRIES": "-1", "REBALANCE_PARALLELISM": "0",
 		"CONTENT_CACHE_SIZE": "-1", "CONTENT_CACHE_MAX_FILE": "lots", "NODE_STALL_TIMEOUT": "0s",
 		"ANTI_ENTROPY_INTERVAL": "0s", "ANTI_ENTROPY_RATE": "0", "ANTI_ENTROPY_ORPHAN_GRACE": "never",
-		"CHUNK_SIZE": "512KiB", "CHUNK_UPLOAD_CONCURRENCY": "0", "CHUNK_BUFFERS": "0", "UPLOAD_SESSION_TTL": "500ms",
+		"CHUNK_SIZE": "512KiB", "CHUNK_UPLOAD_CONCURRENCY": "0", "CHUNK_BUFFERS": "0", "CHUNK_READAHEAD": "0", "UPLOAD_SESSION_TTL": "500ms",
 		"SHUTDOWN_TIMEOUT": "0s",
 	}
 	_, err := LoadConfig(envconf.FromMap(bad))

@@ -33,84 +33,114 @@ func (s *Service) release(c *fetchedChunk) {
 	c.data = nil
 }
 
-// fetchChunk reads chunk c whole from the first holder that serves it
-// intact: a holder that fails, lacks it or holds bytes that do not match
-// the chunk's checksum (that copy is quarantined and rebuilt) costs a
-// retry of this chunk alone, from the next holder.
+// fetchChunk reads chunk c whole, into a buffer of pool, from the first
+// holder that serves it intact (fetchInto).
 func (s *Service) fetchChunk(ctx context.Context, c meta.FileRecord, pool *chunkBuffers) fetchedChunk {
+	f, err := chunkBuffer(ctx, c, pool)
+	if err != nil {
+		return fetchedChunk{err: err}
+	}
+	return s.fetchInto(ctx, c, f)
+}
+
+// chunkBuffer lends the buffer chunk c is read into: one of pool's, or a
+// buffer of its own for a chunk written under a larger CHUNK_SIZE.
+func chunkBuffer(ctx context.Context, c meta.FileRecord, pool *chunkBuffers) (fetchedChunk, error) {
+	f := fetchedChunk{pool: pool}
+	if c.SizeBytes > pool.size {
+		f.data = make([]byte, c.SizeBytes)
+		return f, nil
+	}
+	buf, err := pool.get(ctx)
+	if err != nil {
+		return fetchedChunk{}, err
+	}
+	f.buf, f.data = buf, (*buf)[:c.SizeBytes]
+	return f, nil
+}
+
+// fetchInto reads chunk c whole into f's buffer from the first holder that
+// serves it intact: a holder that fails, lacks it or holds bytes that do
+// not match the chunk's checksum (that copy is quarantined and rebuilt)
+// costs a retry of this chunk alone, from the next holder. On failure the
+// buffer goes back.
+func (s *Service) fetchInto(ctx context.Context, c meta.FileRecord, f fetchedChunk) fetchedChunk {
 	holders := s.holders(c)
 	var failures []string
 	for i, n := range holders {
-		got, err := s.fetchFrom(ctx, c, n, pool)
+		err := s.fetchFrom(ctx, c, n, f.data)
 		if err == nil {
-			got.node, got.failovers = n, i
-			return got
+			f.node, f.failovers = n, i
+			return f
 		}
 		if ctx.Err() != nil {
+			s.release(&f)
 			return fetchedChunk{err: errs.Wrap(errs.Unavailable, ctx.Err(), "read chunk %s", c.ID)}
 		}
 		failures = append(failures, n+": "+err.Error())
 	}
+	s.release(&f)
 	if len(holders) == 0 {
 		return fetchedChunk{err: errs.E(errs.Unavailable, "chunk %d (%s) has no active copy", c.Chunk.Index, c.ID)}
 	}
 	return fetchedChunk{err: errs.E(errs.Unavailable, "no holder of chunk %s could serve it (%s)", c.ID, strings.Join(failures, "; "))}
 }
 
-func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string, pool *chunkBuffers) (fetchedChunk, error) {
+// fetchFrom reads chunk c from node n into data, which is c's size, and
+// checks it.
+func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string, data []byte) error {
 	base, ok := s.opt.Cluster.BaseURL(n)
 	if !ok {
-		return fetchedChunk{}, errs.E(errs.Unavailable, "node %s has no known address", n)
+		return errs.E(errs.Unavailable, "node %s has no known address", n)
 	}
 	obj, err := s.opt.Nodes.Get(ctx, base, c.ID, nil)
 	if err != nil {
-		return fetchedChunk{}, err
+		return err
 	}
 	defer obj.Body.Close()
 	if s.opt.VerifyOnDownload && (obj.Info.Checksum != c.Checksum || obj.Info.Size != c.SizeBytes) {
 		s.quarantine(ctx, c.ID, n, "stored checksum "+obj.Info.Checksum+" differs from the chunk's")
-		return fetchedChunk{}, errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, c.Checksum)
+		return errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, c.Checksum)
 	}
-	out := fetchedChunk{pool: pool}
-	if c.SizeBytes <= pool.size {
-		if out.buf, err = pool.get(ctx); err != nil {
-			return fetchedChunk{}, err
-		}
-		out.data = (*out.buf)[:c.SizeBytes]
-	} else {
-		out.data = make([]byte, c.SizeBytes) // a chunk written under a larger CHUNK_SIZE
-	}
-	if _, err := io.ReadFull(obj.Body, out.data); err != nil {
-		s.release(&out)
-		return fetchedChunk{}, errs.Wrap(errs.Unavailable, err, "read chunk %s from %s", c.ID, n)
+	if _, err := io.ReadFull(obj.Body, data); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "read chunk %s from %s", c.ID, n)
 	}
 	if s.opt.VerifyOnDownload {
-		if sum := sha256.Sum256(out.data); hex.EncodeToString(sum[:]) != c.Checksum {
-			s.release(&out)
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != c.Checksum {
 			s.quarantine(ctx, c.ID, n, "bytes do not match the chunk's checksum")
-			return fetchedChunk{}, errs.E(errs.Corrupt, "copy on %s does not match the chunk's checksum", n)
+			return errs.E(errs.Corrupt, "copy on %s does not match the chunk's checksum", n)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // chunkStream yields the bytes [start, end) of a chunked file, chunk by
-// chunk in order, fetching the next chunk while the current one is read
-// (two chunk buffers per download).
+// chunk in order, while the chunks after the one being read are fetched,
+// up to ahead of them at once, each by a goroutine of its own: a chunk's
+// fetch is a read from its node and a SHA-256 of its bytes, which on its
+// own runs slower than the response is written.
 type chunkStream struct {
 	s      *Service
 	cancel context.CancelFunc
-	next   chan fetchedChunk // from the read-ahead goroutine, in order
-	done   chan struct{}
-	cur    fetchedChunk
-	rest   []byte // what is left to send of cur
-	err    error
+	// pending holds, in the file's order, the fetches started and not yet
+	// taken: each delivers its one chunk on its channel.
+	pending chan chan fetchedChunk
+	done    chan struct{} // closed when the goroutine starting fetches has returned
+	cur     fetchedChunk
+	rest    []byte // what is left to send of cur
+	err     error
 }
 
 // openChunks opens the read of rng (nil: all) of the file whose chunks are
-// given, into buffers from pool. The first chunk concerned is fetched before it returns, so a file
-// none of whose first chunk's holders can serve it fails before any byte.
-func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size int64, rng *byterange.Range, pool *chunkBuffers) (*chunkStream, fetchedChunk, error) {
+// given, into buffers from pool, fetching up to ahead chunks (at least 1)
+// beyond the one being read. The first chunk concerned is fetched before
+// it returns, so a file none of whose first chunk's holders can serve it
+// fails before any byte.
+//
+// Buffers are taken in the file's order, before each fetch starts, so that
+// on a budgeted pool the chunk a reader waits for never waits for a buffer
+// that a later chunk of the same stream holds.
+func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size int64, rng *byterange.Range, pool *chunkBuffers, ahead int) (*chunkStream, fetchedChunk, error) {
 	start, end := int64(0), size
 	if rng != nil {
 		start, end = rng.Start, rng.Start+rng.Length
@@ -129,42 +159,45 @@ func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size
 		spans = append(spans, span{c: c, from: max(start, lo) - lo, to: min(end, hi) - lo})
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cs := &chunkStream{s: s, cancel: cancel, next: make(chan fetchedChunk), done: make(chan struct{})}
-	if len(spans) == 0 {
-		close(cs.next)
-		close(cs.done)
-		return cs, fetchedChunk{}, nil
-	}
-	fetch := func(sp span) fetchedChunk {
-		f := s.fetchChunk(ctx, sp.c, pool)
-		if f.err == nil {
-			f.data = f.data[sp.from:sp.to]
-		}
-		return f
-	}
-	first := fetch(spans[0])
-	if first.err != nil {
-		cancel()
-		return nil, first, first.err
-	}
-	cs.cur, cs.rest = first, first.data
+	// A fetch waiting in pending, plus the one its starter holds until
+	// there is room, make ahead fetches beyond the chunk being read.
+	cs := &chunkStream{s: s, cancel: cancel, pending: make(chan chan fetchedChunk, max(ahead, 1)-1), done: make(chan struct{})}
 	go func() {
 		defer close(cs.done)
-		defer close(cs.next)
-		for _, sp := range spans[1:] {
-			f := fetch(sp)
+		defer close(cs.pending)
+		for _, sp := range spans {
+			out := make(chan fetchedChunk, 1)
+			f, err := chunkBuffer(ctx, sp.c, pool)
+			if err != nil {
+				out <- fetchedChunk{err: err}
+			} else {
+				go func() {
+					f := s.fetchInto(ctx, sp.c, f)
+					if f.err == nil {
+						f.data = f.data[sp.from:sp.to]
+					}
+					out <- f
+				}()
+			}
 			select {
-			case cs.next <- f:
+			case cs.pending <- out:
 			case <-ctx.Done():
+				f := <-out
 				s.release(&f)
 				return
 			}
-			if f.err != nil {
+			if err != nil {
 				return
 			}
 		}
 	}()
-	return cs, first, nil
+	if err := cs.fill(); err == io.EOF {
+		return cs, fetchedChunk{}, nil
+	} else if err != nil {
+		cs.Close()
+		return nil, fetchedChunk{err: err}, err
+	}
+	return cs, cs.cur, nil
 }
 
 func (cs *chunkStream) Read(p []byte) (int, error) {
@@ -205,11 +238,12 @@ func (cs *chunkStream) fill() error {
 			return cs.err
 		}
 		cs.s.release(&cs.cur)
-		f, ok := <-cs.next
+		out, ok := <-cs.pending
 		if !ok {
 			cs.err = io.EOF
 			return io.EOF
 		}
+		f := <-out
 		if f.err != nil {
 			// A chunk no holder could serve: the response breaks off
 			// short of its length, so the client sees a failed transfer.
@@ -221,9 +255,11 @@ func (cs *chunkStream) fill() error {
 	return nil
 }
 
+// Close ends the fetches still running and gives back every buffer.
 func (cs *chunkStream) Close() error {
 	cs.cancel()
-	for f := range cs.next {
+	for out := range cs.pending {
+		f := <-out
 		cs.s.release(&f)
 	}
 	<-cs.done
@@ -256,7 +292,7 @@ func (s *Service) hashInto(ctx context.Context, h hash.Hash, chunks []meta.FileR
 		chunks[i].Chunk.Offset = size
 		size += chunks[i].SizeBytes
 	}
-	cs, _, err := s.openChunks(ctx, chunks, size, nil, s.chunkBufs)
+	cs, _, err := s.openChunks(ctx, chunks, size, nil, s.chunkBufs, 1)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/byterange"
@@ -85,4 +87,53 @@ func TestAChunkNoHolderCanServeEndsTheWriteAfterTheChunksBeforeIt(t *testing.T) 
 	require.True(t, errs.Is(err, errs.Unavailable), "got %v", err)
 	require.EqualValues(t, 2*testChunk, n, "the verified chunks before the bad one, and nothing of it")
 	require.Equal(t, data[:2*testChunk], w.Bytes())
+}
+
+// TestADownloadFetchesChunkReadAheadChunksBeyondTheOneBeingSent: the first
+// chunk and ChunkReadAhead after it are asked of the nodes at once, and no
+// more until the first is taken; a stream closed with fetches in flight
+// gives every buffer back.
+func TestADownloadFetchesChunkReadAheadChunksBeyondTheOneBeingSent(t *testing.T) {
+	for _, ahead := range []int{1, 3} {
+		t.Run(fmt.Sprint("ahead=", ahead), func(t *testing.T) {
+			ids := []string{"A", "B", "C"}
+			nodes := newGateNodes(ids...)
+			s, _ := chunkedService(t, nodes, ids, func(o *Options) { o.ChunkReadAhead = ahead })
+			data := randomBytes(t, 8*testChunk)
+			res, err := s.Upload(context.Background(), UploadRequest{FileName: "f", Body: bytes.NewReader(data)})
+			require.NoError(t, err)
+
+			nodes.getGate, nodes.getHeld = make(chan struct{}), make(chan struct{}, 16)
+			opened := make(chan *Download, 1)
+			go func() {
+				d, err := s.Open(context.Background(), res.FileID, byterange.Request{})
+				assert.NoError(t, err)
+				opened <- d
+			}()
+			for range ahead + 1 {
+				<-nodes.getHeld
+			}
+			select {
+			case <-nodes.getHeld:
+				t.Fatalf("more than the first chunk and %d after it were fetched at once", ahead)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(nodes.getGate)
+			d := <-opened
+			require.NotNil(t, d)
+			got, err := io.ReadAll(d.Body)
+			require.NoError(t, err)
+			require.NoError(t, d.Body.Close())
+			require.Equal(t, data, got)
+			require.EqualValues(t, 8, nodes.gets.Load(), "each chunk read once")
+
+			// Closed after its first chunk, with the next ones in flight.
+			d, err = s.Open(context.Background(), res.FileID, byterange.Request{})
+			require.NoError(t, err)
+			_, err = io.ReadFull(d.Body, make([]byte, testChunk/2))
+			require.NoError(t, err)
+			require.NoError(t, d.Body.Close())
+			require.Zero(t, s.readBufs.lent.Load(), "every buffer went back")
+		})
+	}
 }

@@ -39,6 +39,9 @@ type chunkBuffers struct {
 	// live counts the budget's buffers in existence, apart from tokens,
 	// and peak its highest value: what tests check the budget against.
 	live, peak atomic.Int64
+	// lent counts the buffers out of get and not yet put back: what tests
+	// check for a leak.
+	lent atomic.Int64
 	// idle, for a pool without a budget, is the budgeted pool whose idle
 	// buffers it borrows and gives back to, so that the two together
 	// keep no more idle buffers than that one's budget allows.
@@ -107,6 +110,14 @@ func (c *chunkBuffers) alloc() *[]byte {
 // get lends a buffer, waiting while the budget is spent; it gives up when
 // ctx ends.
 func (c *chunkBuffers) get(ctx context.Context) (*[]byte, error) {
+	b, err := c.take(ctx)
+	if err == nil {
+		c.lent.Add(1)
+	}
+	return b, err
+}
+
+func (c *chunkBuffers) take(ctx context.Context) (*[]byte, error) {
 	if c.idle != nil {
 		if b, ok := c.idle.takeIdle(); ok {
 			return b, nil
@@ -135,6 +146,7 @@ func (c *chunkBuffers) get(ctx context.Context) (*[]byte, error) {
 // put gives b back: to a taker waiting for one, to the idle ones kept, or
 // to the system.
 func (c *chunkBuffers) put(b *[]byte) {
+	c.lent.Add(-1)
 	if c.idle != nil {
 		if !c.idle.keepIdle(b) {
 			freeChunk(b)

@@ -100,7 +100,7 @@ func (s *Service) Open(ctx context.Context, id string, q byterange.Request) (*Do
 
 // openChunked opens the read of a chunked file: its chunks in order, each
 // read whole from one holder (failing over per chunk) and verified, the
-// next fetched while the current one is sent.
+// next ChunkReadAhead fetched while the current one is sent.
 func (s *Service) openChunked(ctx context.Context, rec meta.FileRecord, rng *byterange.Range) (*Download, error) {
 	chunks, err := s.opt.Store.ChunksOf(ctx, rec.ID)
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *Service) openChunked(ctx context.Context, rec meta.FileRecord, rng *byt
 	if len(chunks) != rec.ChunkCount || size != rec.SizeBytes {
 		return nil, errs.E(errs.Unavailable, "file %s has %d of its %d chunks", rec.ID, len(chunks), rec.ChunkCount)
 	}
-	cs, first, err := s.openChunks(ctx, chunks, rec.SizeBytes, rng, s.readBufs)
+	cs, first, err := s.openChunks(ctx, chunks, rec.SizeBytes, rng, s.readBufs, s.opt.ChunkReadAhead)
 	if err != nil {
 		return nil, err
 	}

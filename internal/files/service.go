@@ -99,6 +99,10 @@ type Options struct {
 	// downloads and completions wait for one when all are lent. 0 means
 	// ChunkConcurrency + 1, one stream's worth.
 	ChunkBuffers int
+	// ChunkReadAhead is how many chunks of a download are fetched at once
+	// beyond the one being sent (CHUNK_READAHEAD), each into a ChunkSize
+	// buffer of its own. 0 means 2.
+	ChunkReadAhead int
 	// SessionTTL is how long an upload session lives (UPLOAD_SESSION_TTL);
 	// 0 means 24h.
 	SessionTTL time.Duration
@@ -193,6 +197,9 @@ func New(o Options) (*Service, error) {
 	}
 	if o.ChunkBuffers <= 0 {
 		o.ChunkBuffers = o.ChunkConcurrency + 1
+	}
+	if o.ChunkReadAhead <= 0 {
+		o.ChunkReadAhead = 2
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 24 * time.Hour
