@@ -95,10 +95,11 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 	return *res.Object, res, nil
 }
 
-// Bind points o.Key at o.FileID, a complete file, and deletes the file the
-// key held before: for a file committed without its key (stored as chunks,
-// or made by a multipart completion). When the key cannot be recorded (the bucket went away
-// while the bytes were uploading) the new file is deleted instead.
+// Bind points o.Key at o.FileID, a complete file committed without its key
+// (stored as chunks, or made by a multipart completion), and deletes the
+// file the key held before. When the key cannot be recorded (the bucket
+// went away while the bytes were uploading) the new file is deleted
+// instead.
 func (s *Service) Bind(ctx context.Context, o *meta.Object) error {
 	replaced, err := s.Namespace.PutObject(ctx, o)
 	if err != nil {

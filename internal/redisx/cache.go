@@ -238,7 +238,7 @@ func (s *CachedStore) UpdateFile(ctx context.Context, rec *meta.FileRecord) erro
 // UpdateFileAndPutObject updates the file and moves a key to it, then drops
 // the file's cached record. Object rows are not cached here.
 func (s *CachedStore) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
-	parent := rec.Chunk.ParentID
+	parent := rec.Chunk.ParentID // as in UpdateFile
 	replaced, err := s.Store.UpdateFileAndPutObject(ctx, rec, o)
 	s.invalidate(ctx, rec.ID)
 	if parent != "" {

@@ -229,7 +229,7 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 // UpdateFile. The object row is Objects' to drop (WatchFiles).
 func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
 	w := s.begin(rec.ID)
-	if parent := rec.Chunk.ParentID; parent != "" {
+	if parent := rec.Chunk.ParentID; parent != "" { // as in UpdateFile
 		pw := s.begin(parent)
 		defer pw.end(nil)
 	}
