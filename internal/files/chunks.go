@@ -209,7 +209,7 @@ func (cw *chunkWriter) store(ctx context.Context, buf *[]byte, n int, index int,
 			Chunk: meta.ChunkRef{ParentID: cw.parent, Index: index, Offset: offset},
 		}}
 		sp := &spooled{size: int64(n), sum: hex.EncodeToString(sum[:]), mem: data}
-		if _, err := cw.s.storeBlob(ctx, &rec, sp); err != nil {
+		if _, err := cw.s.storeBlob(ctx, &rec, sp, nil); err != nil {
 			cw.mu.Lock()
 			if cw.err == nil {
 				cw.err = errs.Wrap(errs.KindOf(err), err, "chunk %d (offset %d)", index, offset)

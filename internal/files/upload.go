@@ -32,6 +32,15 @@ type UploadRequest struct {
 	ContentType    string
 	Body           io.Reader
 	IdempotencyKey string
+	// Object, when set, names the S3 object the new file is to become.
+	// It is called once the body has been read whole and the copies
+	// written, with the file about to be committed, and the key moves to
+	// the file in the transaction of the file's final write
+	// (meta.Store.UpdateFileAndPutObject): the key and the complete file
+	// become visible together, at the cost of one commit, not two. A body
+	// stored as chunks (over ChunkSize) is committed without it, and its
+	// result's Object is nil: the caller moves the key itself.
+	Object func(meta.File) meta.Object
 }
 
 // UploadResult is the answer to an upload.
@@ -50,6 +59,11 @@ type UploadResult struct {
 	// Replayed is true when an Idempotency-Key matched an earlier upload of
 	// the same bytes and this result is that upload's.
 	Replayed bool `json:"-"`
+	// Object is the object the final write bound to the file (nil when it
+	// bound none) as stored, and Replaced the file its key held before,
+	// which the caller deletes.
+	Object   *meta.Object `json:"-"`
+	Replaced string       `json:"-"`
 }
 
 // ResultOf describes a stored file as an upload result: the primary and the
@@ -74,7 +88,7 @@ func ResultOf(rec meta.FileRecord) UploadResult {
 // primary is the first node in ring order that took one), and commits the
 // outcome: ACTIVE with replication-factor copies,
 // DEGRADED with fewer (and the reason), or nothing at all when no node took
-// the bytes.
+// the bytes. With req.Object, that commit also moves an S3 key to the file.
 func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, error) {
 	if err := validateIdempotencyKey(req.IdempotencyKey); err != nil {
 		return UploadResult{}, err
@@ -114,7 +128,7 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 		ID: uuid.NewString(), Name: cleanFileName(req.FileName), ContentType: cleanContentType(req.ContentType),
 		IdempotencyKey: req.IdempotencyKey,
 	}}
-	w, err := s.storeBlob(ctx, &rec, sp)
+	w, err := s.storeBlob(ctx, &rec, sp, req.Object)
 	if err != nil {
 		if req.IdempotencyKey != "" && errs.Is(err, errs.Conflict) {
 			return s.replay(ctx, req.IdempotencyKey, sp.sum, sp.size)
@@ -131,7 +145,9 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 	s.opt.Events.Uploaded(rec.Status, rec.SizeBytes)
 	s.log.Info("upload finished", "file", id, "name", rec.Name, "bytes", rec.SizeBytes, "status", rec.Status,
 		"primary", rec.PrimaryNodeID, "copies", w.copies(), "reason", rec.StatusReason)
-	return ResultOf(rec), nil
+	res := ResultOf(rec)
+	res.Object, res.Replaced = w.object, w.replaced
+	return res, nil
 }
 
 // storeBlob records rec (its ID, name, content type and idempotency key set
@@ -141,8 +157,9 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 // the outcome: ACTIVE with replication-factor copies, DEGRADED with fewer
 // (and the reason), or nothing at all when no node took the bytes. A whole
 // file and a chunk are stored alike. A Conflict from recording the PENDING
-// row is returned as it is, for the idempotency check.
-func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spooled) (*uploadWrite, error) {
+// row is returned as it is, for the idempotency check. With object set, the
+// outcome's commit moves the key it names to the file (commit).
+func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spooled, object func(meta.File) meta.Object) (*uploadWrite, error) {
 	r := s.opt.Cluster.Ring()
 	if r.Len() == 0 {
 		return nil, noHealthyNodes()
@@ -183,10 +200,42 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 		return nil, errs.E(errs.Unavailable, "no storage node accepted the file (%s)", w.reason())
 	}
 	w.finish(rf, len(candidates))
-	if err := s.opt.Store.UpdateFile(ctx, rec); err != nil {
-		return nil, errs.Wrap(errs.KindOf(err), err, "commit upload %s", id)
+	if err := w.commit(ctx, object); err != nil {
+		return nil, err
 	}
 	return w, nil
+}
+
+// commit writes the upload's outcome. With object set, the key it names
+// moves to the file in the same transaction. When that write fails (its
+// bucket was deleted while the bytes were uploading, most likely) the
+// upload fails and the key keeps what it held: the file is committed
+// without the key and deleted at once through the file delete, which
+// removes its copies, as a file a key no longer holds is. Should that
+// commit fail too, the PENDING row is left to the repair loop, as any
+// upload's whose commit failed.
+func (w *uploadWrite) commit(ctx context.Context, object func(meta.File) meta.Object) error {
+	store := w.s.opt.Store
+	if object == nil {
+		if err := store.UpdateFile(ctx, w.rec); err != nil {
+			return errs.Wrap(errs.KindOf(err), err, "commit upload %s", w.id)
+		}
+		return nil
+	}
+	o := object(w.rec.File)
+	replaced, err := store.UpdateFileAndPutObject(ctx, w.rec, &o)
+	if err == nil {
+		w.object, w.replaced = &o, replaced
+		return nil
+	}
+	if uerr := store.UpdateFile(ctx, w.rec); uerr != nil {
+		return errs.Wrap(errs.KindOf(err), err, "commit upload %s as %s/%s", w.id, o.Bucket, o.Key)
+	}
+	if _, derr := w.s.Delete(ctx, w.id); derr != nil {
+		w.s.log.Warn("could not delete an upload whose key could not be recorded; it stays as a file without a key",
+			"file", w.id, "bucket", o.Bucket, "key", o.Key, "err", derr)
+	}
+	return err
 }
 
 // replay answers a repeated Idempotency-Key with the first upload's result.
@@ -243,6 +292,11 @@ type uploadWrite struct {
 	results []writeResult
 	queue   []string
 	next    int
+
+	// object is the key commit moved to the file, and replaced the file
+	// that key held before.
+	object   *meta.Object
+	replaced string
 }
 
 type writeResult struct {

@@ -209,6 +209,16 @@ type Store interface {
 	// alone (every write re-derives it, so no writer's change is lost); an
 	// UpdateFile of a manifest returns the status it stored.
 	UpdateFile(ctx context.Context, rec *FileRecord) error
+	// UpdateFileAndPutObject is UpdateFile of rec and Namespace.PutObject
+	// of o in one transaction: both happen or neither does. An upload's
+	// final write uses it, so that an S3 key and its new file become
+	// visible together and the key never names a file that is not
+	// complete, in one commit instead of two. It returns the file the key
+	// held before ("" if none, or if it held rec's file already), which the
+	// caller deletes. Its errors are UpdateFile's and PutObject's (NotFound
+	// with errs.CodeBucketNotFound when the bucket is absent); with either,
+	// rec and the key are left as they were.
+	UpdateFileAndPutObject(ctx context.Context, rec *FileRecord, o *Object) (replaced string, err error)
 	// TouchFile sets a file's UpdatedAt to now without changing its version, so
 	// a long upload shows it is alive.
 	TouchFile(ctx context.Context, id string) error

@@ -1,7 +1,8 @@
 // Package objects is the namespace's write path, shared by the S3 front
-// end and the REST API: storing a key (a new file uploaded whole, then the
-// key moved to it in one transaction, then the file it held deleted through
-// the file service's delete), deleting one, and who may use a bucket.
+// end and the REST API: storing a key (a new file uploaded whole, the key
+// moved to it in the transaction that commits the file, then the file it
+// held deleted through the file service's delete), deleting one, and who
+// may use a bucket.
 // Neither front end imports the other; both call this.
 package objects
 
@@ -55,9 +56,11 @@ type PutRequest struct {
 	Headers     map[string]string
 }
 
-// Put uploads the body as a new file and points the key at it; the file the
-// key held before is deleted after the key has moved. A failed upload (a
-// body cut short, a digest that does not match) changes nothing.
+// Put uploads the body as a new file and points the key at it, in the
+// transaction that commits the file (a body stored as chunks: just after,
+// by Bind); the file the key held before is deleted after the key has
+// moved. A failed upload (a body cut short, a digest that does not match, a
+// bucket deleted meanwhile) leaves the key as it was.
 func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.UploadResult, error) {
 	sum, err := newMD5Reader(req.Body, req.ContentMD5)
 	if err != nil {
@@ -66,24 +69,37 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 	if req.ContentType == "" {
 		req.ContentType = DefaultContentType
 	}
-	res, err := s.Files.Upload(ctx, files.UploadRequest{FileName: path.Base(req.Key), ContentType: req.ContentType, Body: sum})
+	// The ETag is read once the body has been read whole.
+	object := func(f meta.File) meta.Object {
+		return meta.Object{Bucket: req.Bucket, Key: req.Key, FileID: f.ID, SizeBytes: f.SizeBytes, ETag: sum.etag(),
+			ContentType: req.ContentType, Headers: req.Headers}
+	}
+	res, err := s.Files.Upload(ctx, files.UploadRequest{FileName: path.Base(req.Key), ContentType: req.ContentType, Body: sum,
+		Object: object})
 	if err != nil {
 		if sum.bad {
 			return meta.Object{}, files.UploadResult{}, errs.Wrap(errs.Invalid, ErrDigest, "object %s/%s", req.Bucket, req.Key)
 		}
 		return meta.Object{}, files.UploadResult{}, err
 	}
-	o := meta.Object{Bucket: req.Bucket, Key: req.Key, FileID: res.FileID, SizeBytes: res.SizeBytes, ETag: sum.etag(),
-		ContentType: req.ContentType, Headers: req.Headers}
-	if err := s.Bind(ctx, &o); err != nil {
-		return meta.Object{}, files.UploadResult{}, err
+	if res.Object == nil {
+		o := object(meta.File{ID: res.FileID, SizeBytes: res.SizeBytes})
+		if err := s.Bind(ctx, &o); err != nil {
+			return meta.Object{}, files.UploadResult{}, err
+		}
+		return o, res, nil
 	}
-	return o, res, nil
+	if res.Replaced != "" {
+		s.deleteFile(ctx, res.Replaced, "the object's previous version")
+	}
+	return *res.Object, res, nil
 }
 
-// Bind points o.Key at o.FileID, a complete file, and deletes the file the
-// key held before. When the key cannot be recorded (the bucket went away
-// while the bytes were uploading) the new file is deleted instead.
+// Bind points o.Key at o.FileID, a complete file committed without its key
+// (stored as chunks, or made by a multipart completion), and deletes the
+// file the key held before. When the key cannot be recorded (the bucket
+// went away while the bytes were uploading) the new file is deleted
+// instead.
 func (s *Service) Bind(ctx context.Context, o *meta.Object) error {
 	replaced, err := s.Namespace.PutObject(ctx, o)
 	if err != nil {

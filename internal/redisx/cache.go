@@ -235,6 +235,18 @@ func (s *CachedStore) UpdateFile(ctx context.Context, rec *meta.FileRecord) erro
 	return err
 }
 
+// UpdateFileAndPutObject updates the file and moves a key to it, then drops
+// the file's cached record. Object rows are not cached here.
+func (s *CachedStore) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	parent := rec.Chunk.ParentID // as in UpdateFile
+	replaced, err := s.Store.UpdateFileAndPutObject(ctx, rec, o)
+	s.invalidate(ctx, rec.ID)
+	if parent != "" {
+		s.invalidate(ctx, parent)
+	}
+	return replaced, err
+}
+
 // TouchFile touches the file, then drops its cached record (UpdatedAt changed).
 func (s *CachedStore) TouchFile(ctx context.Context, id string) error {
 	err := s.Store.TouchFile(ctx, id)

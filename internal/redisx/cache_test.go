@@ -23,6 +23,23 @@ func TestCachedStoreConformance(t *testing.T) {
 	})
 }
 
+// cachedNamespace is a coordinator's view with Redis: file records through
+// the cache, the namespace (which Redis does not cache) from the store.
+type cachedNamespace struct {
+	*CachedStore
+	meta.Namespace
+}
+
+// TestCachedStoreNamespaceConformance holds the cached store to the
+// namespace specification too, whose final writes (UpdateFileAndPutObject)
+// change file records.
+func TestCachedStoreNamespaceConformance(t *testing.T) {
+	metatest.RunNamespace(t, func(t *testing.T) metatest.NamespaceStore {
+		st := openSQLite(t)
+		return cachedNamespace{NewCachedStore(st, sharedClient(t, Options{}), CacheOptions{}), st}
+	})
+}
+
 type cacheFixture struct {
 	store *countingStore
 	cache *CachedStore
@@ -406,7 +423,7 @@ func BenchmarkCachedStore(b *testing.B) {
 // it cached, and FileWritesAreReadBack in metatest must cover it) or passes
 // through.
 func TestEveryStoreMethodIsDecided(t *testing.T) {
-	cached := []string{"GetFile", "CreateFile", "UpdateFile", "TouchFile", "DeleteFile", "MarkNodeCopiesLost",
+	cached := []string{"GetFile", "CreateFile", "UpdateFile", "UpdateFileAndPutObject", "TouchFile", "DeleteFile", "MarkNodeCopiesLost",
 		"FinishPart", "CompleteSession", "DeleteSession"}
 	passThrough := []string{
 		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",

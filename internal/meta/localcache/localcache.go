@@ -225,6 +225,18 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	return w.finish(rec, s.Store.UpdateFile(ctx, rec))
 }
 
+// UpdateFileAndPutObject implements meta.Store: for the file record it is
+// UpdateFile. The object row is Objects' to drop (WatchFiles).
+func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	w := s.begin(rec.ID)
+	if parent := rec.Chunk.ParentID; parent != "" { // as in UpdateFile
+		pw := s.begin(parent)
+		defer pw.end(nil)
+	}
+	replaced, err := s.Store.UpdateFileAndPutObject(ctx, rec, o)
+	return replaced, w.finish(rec, err)
+}
+
 // TouchFile implements meta.Store. The time it stores is not returned, so
 // the record is dropped, not kept.
 func (s *Store) TouchFile(ctx context.Context, id string) error {

@@ -15,10 +15,12 @@ import (
 // that can change or remove a row passes through this process.
 //
 // A row changes or goes by PutObject, DeleteObject and DeleteBucket, which
-// pass Objects itself, and by the deletion of the file it names (the store
-// cascades the row away with its file row), which passes the meta.Store that
-// WatchFiles returns. Every file delete of the coordinator must go through
-// that store, or a key whose file was deleted could still be served.
+// pass Objects itself, by an upload's final write that moves a key
+// (UpdateFileAndPutObject), and by the deletion of the file it names (the
+// store cascades the row away with its file row); those two pass the
+// meta.Store that WatchFiles returns. Every file delete and final write of
+// the coordinator must go through that store, or a key whose file was
+// deleted or replaced could still be served.
 //
 // A miss fills only if no such write started or finished while the store was
 // read, as in Store.GetFile.
@@ -119,15 +121,16 @@ func (c *Objects) DeleteBucket(ctx context.Context, name string) error {
 }
 
 // WatchFiles returns store with its DeleteFile made to drop the rows that
-// name the file, whose rows the store deletes with it.
+// name the file, whose rows the store deletes with it, and its
+// UpdateFileAndPutObject the row of the key it moves.
 func (c *Objects) WatchFiles(store meta.Store) meta.Store {
 	return &fileDeletes{Store: store, c: c}
 }
 
-// fileDeletes is a meta.Store that tells Objects of each file delete. Only
-// DeleteFile deletes a file a key can name: the session and part writes
-// delete chunk rows, and a key names a whole file or a manifest, never a
-// chunk.
+// fileDeletes is a meta.Store that tells Objects of each file delete and
+// each key an upload's final write moves. Only DeleteFile deletes a file a
+// key can name: the session and part writes delete chunk rows, and a key
+// names a whole file or a manifest, never a chunk.
 type fileDeletes struct {
 	meta.Store
 	c *Objects
@@ -138,6 +141,15 @@ func (f *fileDeletes) DeleteFile(ctx context.Context, id string) error {
 	f.c.invalidateFile(id)
 	defer f.c.invalidateFile(id)
 	return f.Store.DeleteFile(ctx, id)
+}
+
+// UpdateFileAndPutObject implements meta.Store. It drops the key's row as
+// PutObject does, before and after the store's write.
+func (f *fileDeletes) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	k := objectKey{o.Bucket, o.Key}
+	f.c.invalidateKey(k)
+	defer f.c.invalidateKey(k)
+	return f.Store.UpdateFileAndPutObject(ctx, rec, o)
 }
 
 func (c *Objects) invalidateKey(k objectKey) {

@@ -17,7 +17,8 @@ import (
 )
 
 // cachedNamespace is the embedded store as the coordinator wires it: file
-// deletes through WatchFiles, the namespace through Objects.
+// writes through WatchFiles and the record cache, the namespace through
+// Objects.
 type cachedNamespace struct {
 	meta.Store
 	*Objects
@@ -35,7 +36,7 @@ func openObjects(t *testing.T, wrap func(meta.Namespace) meta.Namespace) cachedN
 		ns = wrap(ns)
 	}
 	objs := NewObjects(ns, 100)
-	return cachedNamespace{Store: objs.WatchFiles(st), Objects: objs}
+	return cachedNamespace{Store: objs.WatchFiles(New(st, Options{Entries: 100})), Objects: objs}
 }
 
 // The cached namespace meets the whole namespace specification.
@@ -117,6 +118,14 @@ type change struct {
 var changes = []change{
 	{"overwritten key", func(t *testing.T, s cachedNamespace, _ meta.Object) string {
 		return putKey(t, s, "b", "k", "two").FileID
+	}},
+	{"key moved by an upload's final write", func(t *testing.T, s cachedNamespace, _ meta.Object) string {
+		ctx := context.Background()
+		rec := newActiveFile(t, s, "n1")
+		rec.StatusReason = "committed with its key"
+		_, err := s.UpdateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, SizeBytes: 1, ETag: "three"})
+		require.NoError(t, err)
+		return rec.ID
 	}},
 	{"deleted key", func(t *testing.T, s cachedNamespace, _ meta.Object) string {
 		_, err := s.DeleteObject(context.Background(), "b", "k")

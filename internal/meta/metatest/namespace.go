@@ -19,9 +19,10 @@ type NamespaceStore interface {
 }
 
 // RunNamespace runs the conformance suite of meta.Namespace: buckets,
-// objects and their atomic replacement, listings in byte order with
-// prefixes, delimiters and pages, the tie of an object to its file, and
-// access keys.
+// objects and their atomic replacement (by PutObject, and by an upload's
+// final write, meta.Store.UpdateFileAndPutObject), listings in byte order
+// with prefixes, delimiters and pages, the tie of an object to its file,
+// and access keys.
 func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 	tests := []struct {
 		name string
@@ -30,6 +31,9 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"Buckets", testBuckets},
 		{"PutObjectReplaces", testPutObjectReplaces},
 		{"ConcurrentPutsEachLearnTheReplaced", testConcurrentPuts},
+		{"FinalWriteMovesTheKey", testFinalWriteMovesTheKey},
+		{"FinalWriteIsAllOrNothing", testFinalWriteIsAllOrNothing},
+		{"ConcurrentFinalWritesEachLearnTheReplaced", testConcurrentFinalWrites},
 		{"ObjectValidation", testObjectValidation},
 		{"ObjectFollowsItsFile", testObjectFollowsItsFile},
 		{"ListingMatchesAModel", testListingMatchesAModel},
@@ -151,19 +155,44 @@ func testPutObjectReplaces(t *testing.T, s NamespaceStore) {
 // the one the key ends on must be reported replaced exactly once, or a file
 // would be left behind with no key.
 func testConcurrentPuts(t *testing.T, s NamespaceStore) {
-	ctx := ctxT(t)
-	newBucket(t, s, "b")
-	const writers = 8
-	ids := make([]string, writers)
+	ids := make([]string, 8)
 	for i := range ids {
 		ids[i] = storedFile(t, s)
 	}
+	concurrentWrites(t, s, ids, func(id string) (string, error) {
+		return s.PutObject(ctxT(t), &meta.Object{Bucket: "b", Key: "k", FileID: id, ETag: "e"})
+	})
+}
+
+// testConcurrentFinalWrites is testConcurrentPuts with each key moved by
+// its upload's final write.
+func testConcurrentFinalWrites(t *testing.T, s NamespaceStore) {
+	recs := map[string]*meta.FileRecord{}
+	var ids []string
+	for range 8 {
+		rec := pendingFile(t, s)
+		recs[rec.ID] = rec
+		ids = append(ids, rec.ID)
+	}
+	concurrentWrites(t, s, ids, func(id string) (string, error) {
+		rec := recs[id]
+		commitPending(rec)
+		return s.UpdateFileAndPutObject(ctxT(t), rec, &meta.Object{Bucket: "b", Key: "k", FileID: id, ETag: "e"})
+	})
+}
+
+// concurrentWrites creates bucket b, points its key k at each of ids from
+// a goroutine of its own with write, and checks that every file but the
+// one the key ends on was reported replaced exactly once.
+func concurrentWrites(t *testing.T, s NamespaceStore, ids []string, write func(id string) (string, error)) {
+	ctx := ctxT(t)
+	newBucket(t, s, "b")
 	var mu sync.Mutex
 	var replaced []string
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			r, err := s.PutObject(ctx, &meta.Object{Bucket: "b", Key: "k", FileID: id, ETag: "e"})
+			r, err := write(id)
 			if !assertNoError(t, err) {
 				return
 			}
@@ -181,6 +210,134 @@ func testConcurrentPuts(t *testing.T, s NamespaceStore) {
 	slices.Sort(want)
 	slices.Sort(replaced)
 	require.Equal(t, want, replaced)
+}
+
+// pendingFile creates a PENDING file, as an upload does before it writes
+// its copies.
+func pendingFile(t *testing.T, s NamespaceStore) *meta.FileRecord {
+	t.Helper()
+	if _, err := s.GetNode(ctxT(t), "node-1"); errs.Is(err, errs.NotFound) {
+		addNodes(t, s, "node-1")
+	}
+	rec := newFile(1, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaPending})
+	rec.Status, rec.PrimaryNodeID = meta.FilePending, ""
+	return createFile(t, s, rec)
+}
+
+// commitPending makes rec what an upload's final write records: its copy
+// written, the file DEGRADED (one copy of three).
+func commitPending(rec *meta.FileRecord) {
+	rec.Status, rec.StatusReason, rec.PrimaryNodeID = meta.FileDegraded, "1 of 3 copies written", "node-1"
+	rec.Replicas[0].Status = meta.ReplicaActive
+}
+
+// testFinalWriteMovesTheKey commits uploads with their keys: the file and
+// its key change together, the caller learns the file the key held, and
+// the file's record reads back as written (a store that caches records
+// must drop what it held).
+func testFinalWriteMovesTheKey(t *testing.T, s NamespaceStore) {
+	ctx := ctxT(t)
+	newBucket(t, s, "b")
+	old, _ := putObject(t, s, "b", "k")
+
+	rec := pendingFile(t, s)
+	commitPending(rec)
+	o := meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, SizeBytes: rec.SizeBytes, ETag: "new",
+		ContentType: "text/plain", Headers: map[string]string{"x-amz-meta-k": "v2"}}
+	replaced, err := s.UpdateFileAndPutObject(ctx, rec, &o)
+	require.NoError(t, err)
+	require.Equal(t, old.FileID, replaced, "the caller learns which file to delete")
+	require.EqualValues(t, 2, rec.Version, "rec takes the stored version")
+	require.False(t, o.ModifiedAt.IsZero())
+	got, err := s.GetObject(ctx, "b", "k")
+	require.NoError(t, err)
+	require.Equal(t, o, got, "the object reads back as written")
+	stored, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, meta.FileDegraded, stored.Status)
+	require.Equal(t, meta.ReplicaActive, stored.Replicas[0].Status)
+	require.Equal(t, rec.Version, stored.Version)
+
+	// Read, so a cache holds it; the next final write must not be hidden.
+	_, err = s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	rec.StatusReason = "written again"
+	replaced, err = s.UpdateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "other", FileID: rec.ID, ETag: "e"})
+	require.NoError(t, err)
+	require.Empty(t, replaced, "a new key replaces nothing")
+	stored, err = s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, "written again", stored.StatusReason, "UpdateFileAndPutObject is read back")
+
+	replaced, err = s.UpdateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, ETag: "e"})
+	require.NoError(t, err)
+	require.Empty(t, replaced, "pointing a key at the file it holds replaces nothing")
+}
+
+// testFinalWriteIsAllOrNothing fails the write in each of its parts: the
+// file's record and the key are both left as they were.
+func testFinalWriteIsAllOrNothing(t *testing.T, s NamespaceStore) {
+	ctx := ctxT(t)
+	newBucket(t, s, "b")
+	old, _ := putObject(t, s, "b", "k")
+	requireUnchanged := func(name string, rec meta.FileRecord) {
+		t.Helper()
+		got, err := s.GetObject(ctx, "b", "k")
+		require.NoError(t, err)
+		require.Equal(t, old.FileID, got.FileID, "%s: the key keeps its file", name)
+		stored, err := s.GetFile(ctx, rec.ID)
+		if errs.Is(err, errs.NotFound) {
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, meta.FilePending, stored.Status, "%s: the file is not committed", name)
+		require.Equal(t, rec.Version, stored.Version, "%s", name)
+	}
+
+	object := func(rec *meta.FileRecord) *meta.Object {
+		return &meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, ETag: "e"}
+	}
+	cases := []struct {
+		name  string
+		write func(rec *meta.FileRecord) error
+		check func(t *testing.T, err error)
+	}{
+		{"bucket gone", func(rec *meta.FileRecord) error {
+			o := object(rec)
+			o.Bucket = "gone"
+			_, err := s.UpdateFileAndPutObject(ctx, rec, o)
+			return err
+		}, func(t *testing.T, err error) {
+			requireKind(t, err, errs.NotFound)
+			require.Equal(t, errs.CodeBucketNotFound, errs.CodeOf(err))
+		}},
+		{"invalid key", func(rec *meta.FileRecord) error {
+			o := object(rec)
+			o.Key = "a\xffb"
+			_, err := s.UpdateFileAndPutObject(ctx, rec, o)
+			return err
+		}, func(t *testing.T, err error) { requireKind(t, err, errs.Invalid) }},
+		{"stale file version", func(rec *meta.FileRecord) error {
+			stale := *rec
+			stale.Version++
+			_, err := s.UpdateFileAndPutObject(ctx, &stale, object(rec))
+			return err
+		}, func(t *testing.T, err error) { requireKind(t, err, errs.Conflict) }},
+		{"file gone", func(rec *meta.FileRecord) error {
+			require.NoError(t, s.DeleteFile(ctx, rec.ID))
+			_, err := s.UpdateFileAndPutObject(ctx, rec, object(rec))
+			return err
+		}, func(t *testing.T, err error) { requireKind(t, err, errs.NotFound) }},
+	}
+	for _, c := range cases {
+		rec := pendingFile(t, s)
+		before := *rec
+		commitPending(rec)
+		err := c.write(rec)
+		c.check(t, err)
+		require.Equal(t, before.Version, rec.Version, "%s: rec is left as it was", c.name)
+		requireUnchanged(c.name, *rec)
+	}
 }
 
 func assertNoError(t *testing.T, err error) bool {

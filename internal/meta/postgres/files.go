@@ -174,39 +174,75 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	c := rules.CloneRecord(rec)
 	t := rules.Now()
 	err := s.tx(ctx, "update file "+c.ID, func(ctx context.Context, tx pgx.Tx) error {
-		var parent string
-		var chunks int
-		err := tx.QueryRow(ctx, `UPDATE files
-			SET file_name = $3, content_type = $4, size_bytes = $5, checksum = NULLIF($6, ''), status = $7,
-				status_reason = NULLIF($8, ''), primary_node_id = NULLIF($9, ''), replication_factor = $10,
-				ring_position = $11, idempotency_key = NULLIF($12, ''), updated_at = $13, version = version + 1
-			WHERE id = $1 AND version = $2
-			RETURNING created_at, version, COALESCE(parent_id::text, ''), chunk_count`,
-			c.ID, c.Version, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
-			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, t,
-		).Scan(&c.CreatedAt, &c.Version, &parent, &chunks)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return s.staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)`,
-				c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
-		}
-		if err != nil {
-			return err
-		}
-		c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), t
-		if err := replaceReplicas(ctx, tx, &c, t); err != nil {
-			return err
-		}
-		// A chunk's change moves its file's status; a manifest's own write
-		// cannot set a status its chunks do not give.
-		set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
-		rules.Refreshed(&c, set)
-		return err
+		return s.updateFile(ctx, tx, &c, t)
 	})
 	if err != nil {
 		return err
 	}
 	*rec = c
 	return nil
+}
+
+// UpdateFileAndPutObject is UpdateFile of rec and PutObject of o in one
+// transaction.
+func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	if err := rules.CheckFile(rec); err != nil {
+		if !rules.CanonicalFileID(rec.ID) {
+			return "", rules.FileNotFound(rec.ID)
+		}
+		return "", err
+	}
+	if err := prepareObject(o); err != nil {
+		return "", err
+	}
+	c := rules.CloneRecord(rec)
+	t := rules.Now()
+	var replaced string
+	err := s.tx(ctx, "update file "+c.ID+" and put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.updateFile(ctx, tx, &c, t); err != nil {
+			return err
+		}
+		var err error
+		replaced, err = putObject(ctx, tx, o)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	*rec = c
+	return replaced, nil
+}
+
+// updateFile is UpdateFile's write, inside tx: it fills in c's new version,
+// times and replica ids.
+func (s *Store) updateFile(ctx context.Context, tx pgx.Tx, c *meta.FileRecord, t time.Time) error {
+	var parent string
+	var chunks int
+	err := tx.QueryRow(ctx, `UPDATE files
+		SET file_name = $3, content_type = $4, size_bytes = $5, checksum = NULLIF($6, ''), status = $7,
+			status_reason = NULLIF($8, ''), primary_node_id = NULLIF($9, ''), replication_factor = $10,
+			ring_position = $11, idempotency_key = NULLIF($12, ''), updated_at = $13, version = version + 1
+		WHERE id = $1 AND version = $2
+		RETURNING created_at, version, COALESCE(parent_id::text, ''), chunk_count`,
+		c.ID, c.Version, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
+		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, t,
+	).Scan(&c.CreatedAt, &c.Version, &parent, &chunks)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)`,
+			c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
+	}
+	if err != nil {
+		return err
+	}
+	c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), t
+	if err := replaceReplicas(ctx, tx, c, t); err != nil {
+		return err
+	}
+	// A chunk's change moves its file's status; a manifest's own write
+	// cannot set a status its chunks do not give.
+	set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
+	rules.Refreshed(c, set)
+	return err
 }
 
 // replaceReplicas makes the stored replica set of c equal to c.Replicas. The

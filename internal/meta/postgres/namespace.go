@@ -116,12 +116,27 @@ func scanObject(row pgx.Row) (meta.Object, error) {
 }
 
 // PutObject points the key at o.FileID and returns the file it held before.
-// The old row is locked first, so two writers of one key each learn the
-// file the other replaced; when the key is new, an insert that loses the
-// race to another one is retried as an update.
 func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
-	if err := rules.CheckObject(o); err != nil {
+	if err := prepareObject(o); err != nil {
 		return "", err
+	}
+	var replaced string
+	err := s.tx(ctx, "put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		replaced, err = putObject(ctx, tx, o)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return replaced, nil
+}
+
+// prepareObject checks o and sets its ModifiedAt to the store's precision
+// (now, when zero).
+func prepareObject(o *meta.Object) error {
+	if err := rules.CheckObject(o); err != nil {
+		return err
 	}
 	if o.ModifiedAt.IsZero() {
 		o.ModifiedAt = rules.Now()
@@ -130,41 +145,46 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
 	if o.Headers == nil {
 		o.Headers = map[string]string{}
 	}
+	return nil
+}
+
+// putObject is PutObject's write, inside tx: it returns the file the key
+// held before, "" when none or when it held o's file already. The old row is
+// locked first, so two writers of one key each learn the file the other
+// replaced. When the key is new, an insert that loses the race to another
+// one waits for it to commit; the transaction is READ COMMITTED, so the
+// next look, a statement of its own, sees that row and updates it.
+func putObject(ctx context.Context, tx pgx.Tx, o *meta.Object) (string, error) {
+	var one int
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM buckets WHERE name = $1`, o.Bucket).Scan(&one); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", rules.BucketNotFound(o.Bucket)
+		}
+		return "", err
+	}
 	for {
 		var replaced string
-		inserted := true
-		err := s.tx(ctx, "put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx pgx.Tx) error {
-			replaced = ""
-			var one int
-			if err := tx.QueryRow(ctx, `SELECT 1 FROM buckets WHERE name = $1`, o.Bucket).Scan(&one); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
-					return rules.BucketNotFound(o.Bucket)
-				}
-				return err
-			}
-			err := tx.QueryRow(ctx, `SELECT file_id::text FROM objects WHERE bucket = $1 AND object_key = $2 FOR UPDATE`,
-				o.Bucket, []byte(o.Key)).Scan(&replaced)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				tag, err := tx.Exec(ctx, `INSERT INTO objects (`+insertObjectColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-					ON CONFLICT (bucket, object_key) DO NOTHING`,
-					o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt)
-				inserted = err == nil && tag.RowsAffected() == 1
-				return err
-			case err != nil:
-				return err
-			}
-			_, err = tx.Exec(ctx, `UPDATE objects SET file_id = $3, size_bytes = $4, etag = $5, content_type = $6,
-				headers = $7, modified_at = $8 WHERE bucket = $1 AND object_key = $2`,
+		err := tx.QueryRow(ctx, `SELECT file_id::text FROM objects WHERE bucket = $1 AND object_key = $2 FOR UPDATE`,
+			o.Bucket, []byte(o.Key)).Scan(&replaced)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			tag, err := tx.Exec(ctx, `INSERT INTO objects (`+insertObjectColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+				ON CONFLICT (bucket, object_key) DO NOTHING`,
 				o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt)
-			return err
-		})
-		if err != nil || inserted {
-			if replaced == o.FileID {
-				replaced = ""
+			if err != nil || tag.RowsAffected() == 1 {
+				return "", err
 			}
-			return replaced, err
+			continue
+		case err != nil:
+			return "", err
 		}
+		_, err = tx.Exec(ctx, `UPDATE objects SET file_id = $3, size_bytes = $4, etag = $5, content_type = $6,
+			headers = $7, modified_at = $8 WHERE bucket = $1 AND object_key = $2`,
+			o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt)
+		if err != nil || replaced == o.FileID {
+			return "", err
+		}
+		return replaced, nil
 	}
 }
 

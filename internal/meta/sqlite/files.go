@@ -214,35 +214,72 @@ func (s *Store) UpdateFile(ctx context.Context, rec *meta.FileRecord) error {
 	c := rules.CloneRecord(rec)
 	t := rules.Now()
 	err := s.writeTx(ctx, "update file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
-		var created int64
-		var parent string
-		var chunks int
-		err := s.ws.queryRow(ctx, tx, sqlUpdateFile,
-			c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
-			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ID, c.Version,
-		).Scan(&created, &c.Version, &parent, &chunks)
-		if errors.Is(err, sql.ErrNoRows) {
-			return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = ?)`,
-				c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
-		}
-		if err != nil {
-			return err
-		}
-		c.CreatedAt, c.UpdatedAt = fromMicros(created), t
-		if err := replaceReplicas(ctx, s.ws, tx, &c, t); err != nil {
-			return err
-		}
-		// A chunk's change moves its file's status; a manifest's own write
-		// cannot set a status its chunks do not give.
-		set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
-		rules.Refreshed(&c, set)
-		return err
+		return s.updateFile(ctx, tx, &c, t)
 	})
 	if err != nil {
 		return err
 	}
 	*rec = c // only once committed, as in CreateFile
 	return nil
+}
+
+// UpdateFileAndPutObject is UpdateFile of rec and PutObject of o in one
+// write transaction.
+func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	if err := rules.CheckFile(rec); err != nil {
+		if !rules.CanonicalFileID(rec.ID) {
+			return "", rules.FileNotFound(rec.ID)
+		}
+		return "", err
+	}
+	headers, err := prepareObject(o)
+	if err != nil {
+		return "", err
+	}
+	c := rules.CloneRecord(rec)
+	t := rules.Now()
+	var replaced string
+	err = s.writeTx(ctx, "update file "+c.ID+" and put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.updateFile(ctx, tx, &c, t); err != nil {
+			return err
+		}
+		var err error
+		replaced, err = s.putObject(ctx, tx, o, headers)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	*rec = c
+	return replaced, nil
+}
+
+// updateFile is UpdateFile's write, inside tx: it fills in c's new version,
+// times and replica ids.
+func (s *Store) updateFile(ctx context.Context, tx *sql.Tx, c *meta.FileRecord, t time.Time) error {
+	var created int64
+	var parent string
+	var chunks int
+	err := s.ws.queryRow(ctx, tx, sqlUpdateFile,
+		c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
+		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ID, c.Version,
+	).Scan(&created, &c.Version, &parent, &chunks)
+	if errors.Is(err, sql.ErrNoRows) {
+		return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = ?)`,
+			c.ID, rules.Stale("file", c.ID, c.Version), rules.FileNotFound(c.ID))
+	}
+	if err != nil {
+		return err
+	}
+	c.CreatedAt, c.UpdatedAt = fromMicros(created), t
+	if err := replaceReplicas(ctx, s.ws, tx, c, t); err != nil {
+		return err
+	}
+	// A chunk's change moves its file's status; a manifest's own write
+	// cannot set a status its chunks do not give.
+	set, err := refreshManifests(ctx, tx, rules.RefreshTarget(c.ID, parent, chunks))
+	rules.Refreshed(c, set)
+	return err
 }
 
 // replaceReplicas makes the stored replica set of c equal to c.Replicas,

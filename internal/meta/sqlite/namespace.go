@@ -129,6 +129,25 @@ func scanObject(row scanner) (meta.Object, error) {
 
 // PutObject points the key at o.FileID and returns the file it held before.
 func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
+	headers, err := prepareObject(o)
+	if err != nil {
+		return "", err
+	}
+	var replaced string
+	err = s.writeTx(ctx, "put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		replaced, err = s.putObject(ctx, tx, o, headers)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return replaced, nil
+}
+
+// prepareObject checks o, sets its ModifiedAt to the store's precision
+// (now, when zero) and returns its headers as stored.
+func prepareObject(o *meta.Object) (string, error) {
 	if err := rules.CheckObject(o); err != nil {
 		return "", err
 	}
@@ -143,34 +162,37 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
 	if err != nil {
 		return "", errs.Wrap(errs.Invalid, err, "object headers")
 	}
+	return string(headers), nil
+}
+
+// putObject is PutObject's write, inside tx: it returns the file the key
+// held before, "" when none or when it held o's file already.
+func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, headers string) (string, error) {
+	var one int
+	if err := s.ws.queryRow(ctx, tx, sqlBucketExists, o.Bucket).Scan(&one); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", rules.BucketNotFound(o.Bucket)
+		}
+		return "", err
+	}
 	var replaced string
-	err = s.writeTx(ctx, "put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx *sql.Tx) error {
-		var one int
-		if err := s.ws.queryRow(ctx, tx, sqlBucketExists, o.Bucket).Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return rules.BucketNotFound(o.Bucket)
-			}
-			return err
-		}
-		err := s.ws.queryRow(ctx, tx, sqlObjectFileID, o.Bucket, []byte(o.Key)).Scan(&replaced)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		_, err = s.ws.exec(ctx, tx, sqlPutObject,
-			o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, string(headers), micros(o.ModifiedAt))
-		return err
-	})
-	if err != nil {
+	err := s.ws.queryRow(ctx, tx, sqlObjectFileID, o.Bucket, []byte(o.Key)).Scan(&replaced)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	if _, err := s.ws.exec(ctx, tx, sqlPutObject,
+		o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, headers, micros(o.ModifiedAt)); err != nil {
 		return "", err
 	}
 	if replaced == o.FileID {
-		replaced = ""
+		return "", nil
 	}
 	return replaced, nil
 }
 
 // PutObject's statements, prepared on the write pool when the store opens
-// (writeQueries): every S3 PutObject runs all three.
+// (writeQueries): every S3 PutObject runs all three, in its upload's final write
+// (UpdateFileAndPutObject) or alone.
 var (
 	sqlBucketExists = `SELECT 1 FROM buckets WHERE name = ?`
 	sqlObjectFileID = `SELECT file_id FROM objects WHERE bucket = ? AND object_key = ?`
