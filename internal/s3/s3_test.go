@@ -272,3 +272,48 @@ func TestConditionsOwnersAndEncoding(t *testing.T) {
 	require.Contains(t, body, "<Key>a%20b</Key>")
 	require.Contains(t, body, "<EncodingType>url</EncodingType>")
 }
+
+// TestUnimplementedOperationsAnswer501 sends the operations clients often
+// call that dfs does not implement, as API.md's table lists them: each is
+// 501 NotImplemented and changes nothing, never the plain bucket or object
+// operation its method and path would otherwise be.
+func TestUnimplementedOperationsAnswer501(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, body := call(t, srv, http.MethodPut, "", "/bkt/k", "us-east-1", []byte("v"))
+	require.Equal(t, http.StatusOK, status, body)
+	const versioning = `<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>`
+
+	for _, req := range []struct {
+		name, method, path, body string
+	}{
+		{"PutBucketVersioning on a new bucket", http.MethodPut, "/new-bkt?versioning", versioning},
+		{"PutBucketVersioning", http.MethodPut, "/bkt?versioning", versioning},
+		{"a DELETE of ?versioning", http.MethodDelete, "/bkt?versioning", ""},
+		{"DeleteBucketCors", http.MethodDelete, "/bkt?cors", ""},
+		{"GetBucketAcl", http.MethodGet, "/bkt?acl", ""},
+		{"PutBucketAcl", http.MethodPut, "/bkt?acl", ""},
+		{"GetObjectAcl", http.MethodGet, "/bkt/k?acl", ""},
+		{"PutObjectAcl", http.MethodPut, "/bkt/k?acl", ""},
+		{"GetBucketPolicy", http.MethodGet, "/bkt?policy", ""},
+		{"GetBucketLifecycleConfiguration", http.MethodGet, "/bkt?lifecycle", ""},
+		{"GetBucketCors", http.MethodGet, "/bkt?cors", ""},
+		{"GetBucketTagging", http.MethodGet, "/bkt?tagging", ""},
+		{"GetBucketEncryption", http.MethodGet, "/bkt?encryption", ""},
+		{"ListObjectVersions", http.MethodGet, "/bkt?versions", ""},
+		{"GetObjectAttributes", http.MethodGet, "/bkt/k?attributes", ""},
+		{"RestoreObject", http.MethodPost, "/bkt/k?restore", "<RestoreRequest><Days>1</Days></RestoreRequest>"},
+		{"SelectObjectContent", http.MethodPost, "/bkt/k?select&select-type=2", "<SelectObjectContentRequest/>"},
+	} {
+		status, body := call(t, srv, req.method, "", req.path, "us-east-1", []byte(req.body))
+		require.Equal(t, http.StatusNotImplemented, status, "%s: %s", req.name, body)
+		require.Contains(t, body, "<Code>NotImplemented</Code>", req.name)
+	}
+	status, _ = call(t, srv, http.MethodHead, "", "/new-bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status, "PutBucketVersioning created no bucket")
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/k", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, "the bucket and its object are still there")
+	require.Equal(t, "v", body)
+	require.Len(t, mf.data, 1)
+}

@@ -160,19 +160,37 @@ func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	return notImplemented(r.Method + " on the service")
 }
 
+// subresource names a query parameter of q other than the signature's
+// (X-Amz-*, presigned) and the SDKs' operation name (x-id); "" when none.
+func subresource(q map[string][]string) string {
+	for k := range q {
+		if !strings.HasPrefix(strings.ToLower(k), "x-amz-") && k != "x-id" {
+			return k
+		}
+	}
+	return ""
+}
+
 func (s *Server) bucketOp(w http.ResponseWriter, r *request, q map[string][]string) error {
 	has := func(k string) bool { _, ok := q[k]; return ok }
 	switch r.Method {
-	case http.MethodPut:
-		return s.createBucket(w, r)
+	case http.MethodPut, http.MethodDelete:
+		// CreateBucket and DeleteBucket take no sub-resource: a PUT or DELETE
+		// with one (PutBucketVersioning's ?versioning, say) would otherwise
+		// create or delete the bucket and answer a wrong success.
+		if sub := subresource(q); sub != "" {
+			return notImplemented(r.Method + " on the ?" + sub + " sub-resource of a bucket")
+		}
+		if r.Method == http.MethodPut {
+			return s.createBucket(w, r)
+		}
+		return s.deleteBucket(w, r)
 	case http.MethodHead:
 		_, err := s.ownedBucket(r)
 		if err == nil {
 			w.WriteHeader(http.StatusOK)
 		}
 		return err
-	case http.MethodDelete:
-		return s.deleteBucket(w, r)
 	case http.MethodGet:
 		switch {
 		case has("location"):
