@@ -229,6 +229,11 @@ func (s *Server) objectOp(w http.ResponseWriter, r *request, q map[string][]stri
 		if has("uploadId") {
 			return s.multipartOp(w, r, "ListParts")
 		}
+		if has("partNumber") && q["partNumber"][0] != "1" {
+			// dfs keeps no part boundaries: the whole object is its one part,
+			// and answering it for part 2 would be a wrong success.
+			return notImplemented("GetObject and HeadObject of a part other than the first (partNumber)")
+		}
 		return s.getObject(w, r)
 	case http.MethodDelete:
 		if has("uploadId") {
