@@ -336,6 +336,14 @@ func TestS3WithTheGoClients(t *testing.T) {
 			ContentType: aws.String("application/x-parts")})
 		require.NoError(t, err)
 		first, last := bytes.Repeat([]byte("p"), 5<<20), []byte("and the rest")
+		// A part whose bytes do not match its Content-MD5 is refused and
+		// not kept: the session's chunks of it are dropped.
+		_, err = root.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader(last), ContentMD5: aws.String("1B2M2Y8AsgTpgAmY7PhCfg==")}) // the MD5 of nothing
+		require.Equal(t, "BadDigest", code(t, err))
+		parts, err := root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
+		require.NoError(t, err)
+		require.Empty(t, parts.Parts, "the refused part is not listed")
 		var done []types.CompletedPart
 		for i, b := range [][]byte{first, last} {
 			out, err := root.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId,
@@ -344,7 +352,7 @@ func TestS3WithTheGoClients(t *testing.T) {
 			require.Equal(t, `"`+md5hex(b)+`"`, *out.ETag)
 			done = append(done, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag})
 		}
-		parts, err := root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
+		parts, err = root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
 		require.NoError(t, err)
 		require.Len(t, parts.Parts, 2)
 		fin, err := root.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"),
