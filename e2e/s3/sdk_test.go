@@ -255,6 +255,8 @@ func TestS3WithTheGoClients(t *testing.T) {
 		other := c.sdk(ak, sk)
 		_, err := other.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("intruder"), Body: strings.NewReader("x")})
 		require.Equal(t, "AccessDenied", code(t, err))
+		_, err = root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("photos"), Key: aws.String("intruder")})
+		require.Equal(t, "NotFound", code(t, err), "the refused PUT stored nothing")
 		_, err = other.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("shared.txt")})
 		require.Equal(t, "AccessDenied", code(t, err))
 		_, err = other.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos")})
