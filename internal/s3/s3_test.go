@@ -324,3 +324,28 @@ func TestUnimplementedOperationsAnswer501(t *testing.T) {
 	require.Equal(t, "v", body)
 	require.Len(t, mf.data, 1)
 }
+
+// TestOnlyPrivateACLsAreAccepted: every bucket and object is its owner's
+// alone, so the canned ACLs that say so are accepted and any other ACL or
+// grant is refused with nothing stored, never taken and ignored.
+func TestOnlyPrivateACLsAreAccepted(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, body := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil, "X-Amz-Acl", "private")
+	require.Equal(t, http.StatusOK, status, body)
+	for _, acl := range []string{"private", "bucket-owner-full-control"} {
+		status, body := call(t, srv, http.MethodPut, "", "/bkt/"+acl, "us-east-1", []byte("v"), "X-Amz-Acl", acl)
+		require.Equal(t, http.StatusOK, status, "%s: %s", acl, body)
+	}
+	for _, req := range []struct{ path, header, value, body string }{
+		{"/public-bkt", "X-Amz-Acl", "public-read", ""},  // CreateBucket
+		{"/bkt/public", "X-Amz-Acl", "public-read", "x"}, // PutObject
+		{"/bkt/granted", "X-Amz-Grant-Read", `uri="http://acs.amazonaws.com/groups/global/AllUsers"`, "x"},
+	} {
+		status, body := call(t, srv, http.MethodPut, "", req.path, "us-east-1", []byte(req.body), req.header, req.value)
+		require.Equal(t, http.StatusNotImplemented, status, "%s: %s", req.path, body)
+		require.Contains(t, body, "<Code>NotImplemented</Code>")
+	}
+	require.Len(t, mf.data, 2, "nothing but the private objects was stored")
+	status, _ = call(t, srv, http.MethodHead, "", "/public-bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status, "the public bucket was not created")
+}

@@ -132,6 +132,23 @@ var unsupported = []string{
 	"publicAccessBlock", "requestPayment", "versions", "attributes", "versionId", "renameObject",
 }
 
+// grants names the header of h that asks for access beyond the owner's: a
+// canned ACL other than private or bucket-owner-full-control (both what
+// dfs does anyway), or an x-amz-grant-* header; "" when none does.
+func grants(h http.Header) string {
+	switch acl := h.Get("X-Amz-Acl"); acl {
+	case "", "private", "bucket-owner-full-control":
+	default:
+		return "x-amz-acl: " + acl
+	}
+	for name := range h {
+		if strings.HasPrefix(name, "X-Amz-Grant-") {
+			return name
+		}
+	}
+	return ""
+}
+
 func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
 	if r.key != "" && q.Has("tagging") && r.Method == http.MethodGet {
@@ -141,6 +158,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 		// Storing the object without the tags it was sent with would be a
 		// wrong success.
 		return notImplemented("object tagging (the x-amz-tagging header)")
+	}
+	if acl := grants(r.Header); acl != "" {
+		// A bucket or object is its owner's (and the admins') alone: storing
+		// one sent as public-read would be a wrong success.
+		return notImplemented("access control lists (" + acl + ")")
 	}
 	for _, sub := range unsupported {
 		if q.Has(sub) {
