@@ -349,3 +349,44 @@ func TestOnlyPrivateACLsAreAccepted(t *testing.T) {
 	status, _ = call(t, srv, http.MethodHead, "", "/public-bkt", "us-east-1", nil)
 	require.Equal(t, http.StatusNotFound, status, "the public bucket was not created")
 }
+
+// TestUnhonouredHeadersAnswer501: a request asking for encryption at rest,
+// an object lock or a conditional write is refused and stores nothing;
+// taken without them, a client would believe it had what it asked for
+// (an If-None-Match: * lock that overwrote another's, say).
+func TestUnhonouredHeadersAnswer501(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, body := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = call(t, srv, http.MethodPut, "", "/bkt/lock", "us-east-1", []byte("mine"))
+	require.Equal(t, http.StatusOK, status, body)
+	for _, req := range []struct {
+		method, path string
+		hdr          []string
+	}{
+		{http.MethodPut, "/bkt/lock", []string{"If-None-Match", "*"}},
+		{http.MethodPut, "/bkt/lock", []string{"If-Match", `"0123"`}},
+		{http.MethodDelete, "/bkt/lock", []string{"If-Match", `"0123"`}},
+		{http.MethodPut, "/bkt/lock", []string{"X-Amz-Copy-Source", "/bkt/lock", "X-Amz-Metadata-Directive", "REPLACE", "If-None-Match", "*"}},
+		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption", "AES256"}},
+		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256"}},
+		{http.MethodPut, "/bkt/locked", []string{"X-Amz-Object-Lock-Mode", "COMPLIANCE"}},
+		{http.MethodPut, "/locked-bkt", []string{"X-Amz-Bucket-Object-Lock-Enabled", "true"}},
+	} {
+		body := []byte("theirs")
+		if req.path == "/locked-bkt" || req.method == http.MethodDelete {
+			body = nil
+		}
+		status, got := call(t, srv, req.method, "", req.path, "us-east-1", body, req.hdr...)
+		require.Equal(t, http.StatusNotImplemented, status, "%s %s %v: %s", req.method, req.path, req.hdr, got)
+		require.Contains(t, got, "<Code>NotImplemented</Code>")
+	}
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/lock", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "mine", body, "no conditional write or delete went through")
+	require.Len(t, mf.data, 1, "nothing else was stored")
+	status, _ = call(t, srv, http.MethodHead, "", "/locked-bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _ = call(t, srv, http.MethodGet, "", "/bkt/lock", "us-east-1", nil, "If-None-Match", `"0123"`)
+	require.Equal(t, http.StatusOK, status, "a GET's conditions are still served")
+}

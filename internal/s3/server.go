@@ -149,6 +149,28 @@ func grants(h http.Header) string {
 	return ""
 }
 
+// unhonoured names a header of r that asks for something dfs does not do
+// and that a client would take as done if the request succeeded without
+// it: encryption at rest, an object lock, or a conditional write (a PUT,
+// POST or DELETE of an object with If-Match or If-None-Match, which a lock
+// built on If-None-Match: * relies on). "" when there is none.
+func unhonoured(r *request) string {
+	for name := range r.Header {
+		if strings.HasPrefix(name, "X-Amz-Server-Side-Encryption") || strings.HasPrefix(name, "X-Amz-Copy-Source-Server-Side-Encryption") ||
+			strings.HasPrefix(name, "X-Amz-Object-Lock-") || name == "X-Amz-Bucket-Object-Lock-Enabled" {
+			return name
+		}
+	}
+	if r.key != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		for _, name := range []string{"If-Match", "If-None-Match"} {
+			if r.Header.Get(name) != "" {
+				return name + " (a conditional write)"
+			}
+		}
+	}
+	return ""
+}
+
 func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
 	if r.key != "" && q.Has("tagging") && r.Method == http.MethodGet {
@@ -163,6 +185,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 		// A bucket or object is its owner's (and the admins') alone: storing
 		// one sent as public-read would be a wrong success.
 		return notImplemented("access control lists (" + acl + ")")
+	}
+	if h := unhonoured(r); h != "" {
+		return notImplemented("the " + h + " header")
 	}
 	for _, sub := range unsupported {
 		if q.Has(sub) {
