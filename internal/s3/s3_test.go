@@ -305,6 +305,8 @@ func TestUnimplementedOperationsAnswer501(t *testing.T) {
 		{"GetObjectAttributes", http.MethodGet, "/bkt/k?attributes", ""},
 		{"RestoreObject", http.MethodPost, "/bkt/k?restore", "<RestoreRequest><Days>1</Days></RestoreRequest>"},
 		{"SelectObjectContent", http.MethodPost, "/bkt/k?select&select-type=2", "<SelectObjectContentRequest/>"},
+		{"CreateSession (S3 Express)", http.MethodGet, "/bkt?session", ""},
+		{"GetBucketMetadataTableConfiguration", http.MethodGet, "/bkt?metadataTable", ""},
 		{"GetObject of part 2", http.MethodGet, "/bkt/k?partNumber=2", ""},
 		{"HeadObject of part 2", http.MethodHead, "/bkt/k?partNumber=2", ""},
 	} {

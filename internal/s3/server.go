@@ -130,6 +130,8 @@ var unsupported = []string{
 	"replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
 	"accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "ownershipControls",
 	"publicAccessBlock", "requestPayment", "versions", "attributes", "versionId", "renameObject",
+	// A GET of a bucket with one of these would otherwise be ListObjects.
+	"session", "metadataTable", "metadataConfiguration",
 }
 
 // grants names the header of h that asks for access beyond the owner's: a
