@@ -321,6 +321,8 @@ func TestUnimplementedOperationsAnswer501(t *testing.T) {
 	status, body = call(t, srv, http.MethodGet, "", "/bkt/k", "us-east-1", nil)
 	require.Equal(t, http.StatusOK, status, "the bucket and its object are still there")
 	require.Equal(t, "v", body)
+	status, body = call(t, srv, http.MethodPut, "", "/bkt/copy", "us-east-1", nil, "X-Amz-Copy-Source", "/bkt/k?versionId=3HL4kqtJlcpXroDTDmjVBH40Nrjfkd")
+	require.Equal(t, http.StatusNotImplemented, status, "a copy of a version: %s", body)
 	status, body = call(t, srv, http.MethodGet, "", "/bkt/k?partNumber=1", "us-east-1", nil)
 	require.Equal(t, http.StatusOK, status, "part 1 is the whole object")
 	require.Equal(t, "v", body)
