@@ -137,3 +137,21 @@ func sha256hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+// served reports whether the coordinator's access log has a request of
+// method for path answered with status.
+func (c *cluster) served(method, path string, status int) bool {
+	c.t.Helper()
+	b, err := os.ReadFile(c.lc.LogPath(localcluster.CoordinatorName))
+	require.NoError(c.t, err)
+	for line := range strings.Lines(string(b)) {
+		var rec struct {
+			Msg, Method, Path string
+			Status            int
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Method == method && rec.Path == path && rec.Status == status {
+			return true
+		}
+	}
+	return false
+}

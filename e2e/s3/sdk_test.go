@@ -255,6 +255,8 @@ func TestS3WithTheGoClients(t *testing.T) {
 		other := c.sdk(ak, sk)
 		_, err := other.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("intruder"), Body: strings.NewReader("x")})
 		require.Equal(t, "AccessDenied", code(t, err))
+		_, err = root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("photos"), Key: aws.String("intruder")})
+		require.Equal(t, "NotFound", code(t, err), "the refused PUT stored nothing")
 		_, err = other.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("shared.txt")})
 		require.Equal(t, "AccessDenied", code(t, err))
 		_, err = other.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos")})
@@ -336,6 +338,14 @@ func TestS3WithTheGoClients(t *testing.T) {
 			ContentType: aws.String("application/x-parts")})
 		require.NoError(t, err)
 		first, last := bytes.Repeat([]byte("p"), 5<<20), []byte("and the rest")
+		// A part whose bytes do not match its Content-MD5 is refused and
+		// not kept: the session's chunks of it are dropped.
+		_, err = root.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader(last), ContentMD5: aws.String("1B2M2Y8AsgTpgAmY7PhCfg==")}) // the MD5 of nothing
+		require.Equal(t, "BadDigest", code(t, err))
+		parts, err := root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
+		require.NoError(t, err)
+		require.Empty(t, parts.Parts, "the refused part is not listed")
 		var done []types.CompletedPart
 		for i, b := range [][]byte{first, last} {
 			out, err := root.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId,
@@ -344,7 +354,7 @@ func TestS3WithTheGoClients(t *testing.T) {
 			require.Equal(t, `"`+md5hex(b)+`"`, *out.ETag)
 			done = append(done, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag})
 		}
-		parts, err := root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
+		parts, err = root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"), UploadId: mp.UploadId})
 		require.NoError(t, err)
 		require.Len(t, parts.Parts, 2)
 		fin, err := root.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("photos"), Key: aws.String("parts.bin"),

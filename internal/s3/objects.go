@@ -271,9 +271,14 @@ type copyObjectResult struct {
 }
 
 // copySource reads x-amz-copy-source: "bucket/key" or "/bucket/key",
-// URL-encoded.
+// URL-encoded. dfs keeps no versions: a "?versionId=" naming one is
+// refused, as a versionId parameter is, rather than copying the object as
+// it is now.
 func copySource(h string) (bucket, key string, err error) {
-	h, _, _ = strings.Cut(h, "?")
+	h, query, _ := strings.Cut(h, "?")
+	if v, _ := url.ParseQuery(query); v.Has("versionId") {
+		return "", "", notImplemented("a versionId in x-amz-copy-source")
+	}
 	p, uerr := url.PathUnescape(strings.TrimPrefix(h, "/"))
 	bucket, key, ok := strings.Cut(p, "/")
 	if uerr != nil || !ok || bucket == "" || key == "" {

@@ -272,3 +272,125 @@ func TestConditionsOwnersAndEncoding(t *testing.T) {
 	require.Contains(t, body, "<Key>a%20b</Key>")
 	require.Contains(t, body, "<EncodingType>url</EncodingType>")
 }
+
+// TestUnimplementedOperationsAnswer501 sends the operations clients often
+// call that dfs does not implement, as API.md's table lists them: each is
+// 501 NotImplemented and changes nothing, never the plain bucket or object
+// operation its method and path would otherwise be.
+func TestUnimplementedOperationsAnswer501(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, body := call(t, srv, http.MethodPut, "", "/bkt/k", "us-east-1", []byte("v"))
+	require.Equal(t, http.StatusOK, status, body)
+	const versioning = `<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>`
+
+	for _, req := range []struct {
+		name, method, path, body string
+	}{
+		{"PutBucketVersioning on a new bucket", http.MethodPut, "/new-bkt?versioning", versioning},
+		{"PutBucketVersioning", http.MethodPut, "/bkt?versioning", versioning},
+		{"a DELETE of ?versioning", http.MethodDelete, "/bkt?versioning", ""},
+		{"DeleteBucketCors", http.MethodDelete, "/bkt?cors", ""},
+		{"GetBucketAcl", http.MethodGet, "/bkt?acl", ""},
+		{"PutBucketAcl", http.MethodPut, "/bkt?acl", ""},
+		{"GetObjectAcl", http.MethodGet, "/bkt/k?acl", ""},
+		{"PutObjectAcl", http.MethodPut, "/bkt/k?acl", ""},
+		{"GetBucketPolicy", http.MethodGet, "/bkt?policy", ""},
+		{"GetBucketLifecycleConfiguration", http.MethodGet, "/bkt?lifecycle", ""},
+		{"GetBucketCors", http.MethodGet, "/bkt?cors", ""},
+		{"GetBucketTagging", http.MethodGet, "/bkt?tagging", ""},
+		{"GetBucketEncryption", http.MethodGet, "/bkt?encryption", ""},
+		{"ListObjectVersions", http.MethodGet, "/bkt?versions", ""},
+		{"GetObjectAttributes", http.MethodGet, "/bkt/k?attributes", ""},
+		{"RestoreObject", http.MethodPost, "/bkt/k?restore", "<RestoreRequest><Days>1</Days></RestoreRequest>"},
+		{"SelectObjectContent", http.MethodPost, "/bkt/k?select&select-type=2", "<SelectObjectContentRequest/>"},
+		{"CreateSession (S3 Express)", http.MethodGet, "/bkt?session", ""},
+		{"GetBucketMetadataTableConfiguration", http.MethodGet, "/bkt?metadataTable", ""},
+		{"GetObject of part 2", http.MethodGet, "/bkt/k?partNumber=2", ""},
+		{"HeadObject of part 2", http.MethodHead, "/bkt/k?partNumber=2", ""},
+	} {
+		status, body := call(t, srv, req.method, "", req.path, "us-east-1", []byte(req.body))
+		require.Equal(t, http.StatusNotImplemented, status, "%s: %s", req.name, body)
+		if req.method != http.MethodHead {
+			require.Contains(t, body, "<Code>NotImplemented</Code>", req.name)
+		}
+	}
+	status, _ = call(t, srv, http.MethodHead, "", "/new-bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status, "PutBucketVersioning created no bucket")
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/k", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, "the bucket and its object are still there")
+	require.Equal(t, "v", body)
+	status, body = call(t, srv, http.MethodPut, "", "/bkt/copy", "us-east-1", nil, "X-Amz-Copy-Source", "/bkt/k?versionId=3HL4kqtJlcpXroDTDmjVBH40Nrjfkd")
+	require.Equal(t, http.StatusNotImplemented, status, "a copy of a version: %s", body)
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/k?partNumber=1", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, "part 1 is the whole object")
+	require.Equal(t, "v", body)
+	require.Len(t, mf.data, 1)
+}
+
+// TestOnlyPrivateACLsAreAccepted: every bucket and object is its owner's
+// alone, so the canned ACLs that say so are accepted and any other ACL or
+// grant is refused with nothing stored, never taken and ignored.
+func TestOnlyPrivateACLsAreAccepted(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, body := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil, "X-Amz-Acl", "private")
+	require.Equal(t, http.StatusOK, status, body)
+	for _, acl := range []string{"private", "bucket-owner-full-control"} {
+		status, body := call(t, srv, http.MethodPut, "", "/bkt/"+acl, "us-east-1", []byte("v"), "X-Amz-Acl", acl)
+		require.Equal(t, http.StatusOK, status, "%s: %s", acl, body)
+	}
+	for _, req := range []struct{ path, header, value, body string }{
+		{"/public-bkt", "X-Amz-Acl", "public-read", ""},  // CreateBucket
+		{"/bkt/public", "X-Amz-Acl", "public-read", "x"}, // PutObject
+		{"/bkt/granted", "X-Amz-Grant-Read", `uri="http://acs.amazonaws.com/groups/global/AllUsers"`, "x"},
+	} {
+		status, body := call(t, srv, http.MethodPut, "", req.path, "us-east-1", []byte(req.body), req.header, req.value)
+		require.Equal(t, http.StatusNotImplemented, status, "%s: %s", req.path, body)
+		require.Contains(t, body, "<Code>NotImplemented</Code>")
+	}
+	require.Len(t, mf.data, 2, "nothing but the private objects was stored")
+	status, _ = call(t, srv, http.MethodHead, "", "/public-bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status, "the public bucket was not created")
+}
+
+// TestUnhonouredHeadersAnswer501: a request asking for encryption at rest,
+// an object lock or a conditional write is refused and stores nothing;
+// taken without them, a client would believe it had what it asked for
+// (an If-None-Match: * lock that overwrote another's, say).
+func TestUnhonouredHeadersAnswer501(t *testing.T) {
+	srv, mf := newServer(t, "us-east-1", "")
+	status, body := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = call(t, srv, http.MethodPut, "", "/bkt/lock", "us-east-1", []byte("mine"))
+	require.Equal(t, http.StatusOK, status, body)
+	for _, req := range []struct {
+		method, path string
+		hdr          []string
+	}{
+		{http.MethodPut, "/bkt/lock", []string{"If-None-Match", "*"}},
+		{http.MethodPut, "/bkt/lock", []string{"If-Match", `"0123"`}},
+		{http.MethodDelete, "/bkt/lock", []string{"If-Match", `"0123"`}},
+		{http.MethodPut, "/bkt/lock", []string{"X-Amz-Copy-Source", "/bkt/lock", "X-Amz-Metadata-Directive", "REPLACE", "If-None-Match", "*"}},
+		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption", "AES256"}},
+		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256"}},
+		{http.MethodPut, "/bkt/locked", []string{"X-Amz-Object-Lock-Mode", "COMPLIANCE"}},
+		{http.MethodPut, "/locked-bkt", []string{"X-Amz-Bucket-Object-Lock-Enabled", "true"}},
+	} {
+		body := []byte("theirs")
+		if req.path == "/locked-bkt" || req.method == http.MethodDelete {
+			body = nil
+		}
+		status, got := call(t, srv, req.method, "", req.path, "us-east-1", body, req.hdr...)
+		require.Equal(t, http.StatusNotImplemented, status, "%s %s %v: %s", req.method, req.path, req.hdr, got)
+		require.Contains(t, got, "<Code>NotImplemented</Code>")
+	}
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/lock", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "mine", body, "no conditional write or delete went through")
+	require.Len(t, mf.data, 1, "nothing else was stored")
+	status, _ = call(t, srv, http.MethodHead, "", "/locked-bkt", "us-east-1", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _ = call(t, srv, http.MethodGet, "", "/bkt/lock", "us-east-1", nil, "If-None-Match", `"0123"`)
+	require.Equal(t, http.StatusOK, status, "a GET's conditions are still served")
+}

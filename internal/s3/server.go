@@ -130,6 +130,47 @@ var unsupported = []string{
 	"replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
 	"accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "ownershipControls",
 	"publicAccessBlock", "requestPayment", "versions", "attributes", "versionId", "renameObject",
+	// A GET of a bucket with one of these would otherwise be ListObjects.
+	"session", "metadataTable", "metadataConfiguration",
+}
+
+// grants names the header of h that asks for access beyond the owner's: a
+// canned ACL other than private or bucket-owner-full-control (both what
+// dfs does anyway), or an x-amz-grant-* header; "" when none does.
+func grants(h http.Header) string {
+	switch acl := h.Get("X-Amz-Acl"); acl {
+	case "", "private", "bucket-owner-full-control":
+	default:
+		return "x-amz-acl: " + acl
+	}
+	for name := range h {
+		if strings.HasPrefix(name, "X-Amz-Grant-") {
+			return name
+		}
+	}
+	return ""
+}
+
+// unhonoured names a header of r that asks for something dfs does not do
+// and that a client would take as done if the request succeeded without
+// it: encryption at rest, an object lock, or a conditional write (a PUT,
+// POST or DELETE of an object with If-Match or If-None-Match, which a lock
+// built on If-None-Match: * relies on). "" when there is none.
+func unhonoured(r *request) string {
+	for name := range r.Header {
+		if strings.HasPrefix(name, "X-Amz-Server-Side-Encryption") || strings.HasPrefix(name, "X-Amz-Copy-Source-Server-Side-Encryption") ||
+			strings.HasPrefix(name, "X-Amz-Object-Lock-") || name == "X-Amz-Bucket-Object-Lock-Enabled" {
+			return name
+		}
+	}
+	if r.key != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		for _, name := range []string{"If-Match", "If-None-Match"} {
+			if r.Header.Get(name) != "" {
+				return name + " (a conditional write)"
+			}
+		}
+	}
+	return ""
 }
 
 func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
@@ -141,6 +182,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 		// Storing the object without the tags it was sent with would be a
 		// wrong success.
 		return notImplemented("object tagging (the x-amz-tagging header)")
+	}
+	if acl := grants(r.Header); acl != "" {
+		// A bucket or object is its owner's (and the admins') alone: storing
+		// one sent as public-read would be a wrong success.
+		return notImplemented("access control lists (" + acl + ")")
+	}
+	if h := unhonoured(r); h != "" {
+		return notImplemented("the " + h + " header")
 	}
 	for _, sub := range unsupported {
 		if q.Has(sub) {
@@ -160,19 +209,37 @@ func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	return notImplemented(r.Method + " on the service")
 }
 
+// subresource names a query parameter of q other than the signature's
+// (X-Amz-*, presigned) and the SDKs' operation name (x-id); "" when none.
+func subresource(q map[string][]string) string {
+	for k := range q {
+		if !strings.HasPrefix(strings.ToLower(k), "x-amz-") && k != "x-id" {
+			return k
+		}
+	}
+	return ""
+}
+
 func (s *Server) bucketOp(w http.ResponseWriter, r *request, q map[string][]string) error {
 	has := func(k string) bool { _, ok := q[k]; return ok }
 	switch r.Method {
-	case http.MethodPut:
-		return s.createBucket(w, r)
+	case http.MethodPut, http.MethodDelete:
+		// CreateBucket and DeleteBucket take no sub-resource: a PUT or DELETE
+		// with one (PutBucketVersioning's ?versioning, say) would otherwise
+		// create or delete the bucket and answer a wrong success.
+		if sub := subresource(q); sub != "" {
+			return notImplemented(r.Method + " on the ?" + sub + " sub-resource of a bucket")
+		}
+		if r.Method == http.MethodPut {
+			return s.createBucket(w, r)
+		}
+		return s.deleteBucket(w, r)
 	case http.MethodHead:
 		_, err := s.ownedBucket(r)
 		if err == nil {
 			w.WriteHeader(http.StatusOK)
 		}
 		return err
-	case http.MethodDelete:
-		return s.deleteBucket(w, r)
 	case http.MethodGet:
 		switch {
 		case has("location"):
@@ -210,6 +277,11 @@ func (s *Server) objectOp(w http.ResponseWriter, r *request, q map[string][]stri
 	case http.MethodGet, http.MethodHead:
 		if has("uploadId") {
 			return s.multipartOp(w, r, "ListParts")
+		}
+		if has("partNumber") && q["partNumber"][0] != "1" {
+			// dfs keeps no part boundaries: the whole object is its one part,
+			// and answering it for part 2 would be a wrong success.
+			return notImplemented("GetObject and HeadObject of a part other than the first (partNumber)")
 		}
 		return s.getObject(w, r)
 	case http.MethodDelete:
