@@ -296,6 +296,9 @@ func TestS3WithTheGoClients(t *testing.T) {
 		_, err = root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("digest"), Body: strings.NewReader("x"),
 			ContentMD5: aws.String("1B2M2Y8AsgTpgAmY7PhCfg==")}) // the MD5 of nothing
 		require.Equal(t, "BadDigest", code(t, err))
+		_, err = root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("crc"), Body: strings.NewReader("x"),
+			ChecksumCRC32: aws.String("AAAAAA==")}) // the CRC32 of nothing
+		require.Equal(t, "BadDigest", code(t, err))
 		_, err = root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("huge"),
 			Body: bytes.NewReader(make([]byte, 17<<20))}) // MAX_FILE_SIZE is 16MiB
 		require.Equal(t, "EntityTooLarge", code(t, err))
@@ -321,7 +324,7 @@ func TestS3WithTheGoClients(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "an anonymous request")
 
-		for _, k := range []string{"forged", "digest", "huge", strings.Repeat("k", 1025)} {
+		for _, k := range []string{"forged", "digest", "crc", "huge", strings.Repeat("k", 1025)} {
 			_, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("photos"), Key: aws.String(k)})
 			require.Error(t, err, "%s must not be stored", k[:min(len(k), 10)])
 		}

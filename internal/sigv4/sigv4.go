@@ -1,6 +1,6 @@
 // Package sigv4 checks AWS Signature Version 4 on incoming requests: the
 // Authorization header, presigned query strings, the x-amz-content-sha256
-// payload hash, and aws-chunked streaming bodies (signed chunk by chunk or
+// payload hash, a body's x-amz-checksum-* header, and aws-chunked streaming bodies (signed chunk by chunk or
 // unsigned, with trailing checksums), written from the AWS specification.
 // Errors carry the S3 error code a client expects.
 package sigv4
@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -460,8 +461,19 @@ func signingKey(secret, date, region, service string) []byte {
 	return hmacSHA256(k, []byte("aws4_request"))
 }
 
-// wrapBody puts the payload check in front of r.Body.
+// wrapBody puts the payload check in front of r.Body, and the check of an
+// x-amz-checksum-* header the client sent with a body (checkHeaderSum).
 func (v *Verifier) wrapBody(r *http.Request, a auth, key []byte) error {
+	if err := v.wrapPayload(r, a, key); err != nil {
+		return err
+	}
+	if a.payload == StreamingSignedTrailer || a.payload == StreamingUnsignedTrailer {
+		return nil // the checksum comes in the trailer, checked there
+	}
+	return checkHeaderSum(r)
+}
+
+func (v *Verifier) wrapPayload(r *http.Request, a auth, key []byte) error {
 	switch a.payload {
 	case UnsignedPayload:
 		return nil
@@ -492,6 +504,61 @@ func (v *Verifier) wrapBody(r *http.Request, a auth, key []byte) error {
 	r.Body = &hashingReader{r: r.Body, h: sha256.New(), want: want}
 	return nil
 }
+
+// headerSums are the x-amz-checksum-* headers that carry a checksum of the
+// whole body; current SDKs send one with every PutObject, UploadPart and
+// DeleteObjects. (x-amz-checksum-algorithm, -type and -mode name features,
+// not checksums.)
+var headerSums = []string{"x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+	"x-amz-checksum-sha1", "x-amz-checksum-sha256"}
+
+// checkHeaderSum puts the check of the body's x-amz-checksum-* header, if
+// it has one, in front of r.Body: the read fails at the end with BadDigest
+// when the bytes do not match, as S3 refuses them, so nothing is stored.
+func checkHeaderSum(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	name, value := "", ""
+	for _, h := range headerSums {
+		if v := r.Header.Get(h); v != "" {
+			if name != "" {
+				return fail(http.StatusBadRequest, "InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+			}
+			name, value = h, v
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	h := checksumHash(name)
+	want, err := base64.StdEncoding.DecodeString(value)
+	if err != nil || len(want) != h.Size() {
+		return fail(http.StatusBadRequest, "InvalidRequest", "Value for %s header is invalid.", name)
+	}
+	r.Body = &sumReader{r: r.Body, h: h, want: want, name: name}
+	return nil
+}
+
+// sumReader fails at EOF when the body's checksum is not the one its
+// x-amz-checksum-* header gave.
+type sumReader struct {
+	r    io.ReadCloser
+	h    hash.Hash
+	want []byte
+	name string
+}
+
+func (s *sumReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.h.Write(p[:n])
+	if err == io.EOF && !hmac.Equal(s.h.Sum(nil), s.want) {
+		return n, fail(http.StatusBadRequest, "BadDigest", "The %s you specified did not match the calculated checksum.", s.name)
+	}
+	return n, err
+}
+
+func (s *sumReader) Close() error { return s.r.Close() }
 
 var errContentSHA256 = fail(http.StatusBadRequest, "XAmzContentSHA256Mismatch",
 	"The provided 'x-amz-content-sha256' header does not match what was computed.")

@@ -340,3 +340,47 @@ func TestSigningKeyFollowsSecret(t *testing.T) {
 	require.Equal(t, "SignatureDoesNotMatch", e.Code)
 	require.NoError(t, verify("second-secret-0123456789"))
 }
+
+// TestChecksumHeaders: a body sent whole with an x-amz-checksum-* header,
+// as current SDKs send every PutObject, is refused with BadDigest when its
+// bytes do not match, whether its payload is signed or not.
+func TestChecksumHeaders(t *testing.T) {
+	now := time.Now()
+	srv := server(t, func() time.Time { return now })
+	body := []byte("checked twice")
+	sha := sha256.Sum256(body)
+	cases := []struct {
+		name       string
+		headers    map[string]string
+		payload    string
+		wantStatus int
+		want       string
+	}{
+		{"crc32", map[string]string{"X-Amz-Checksum-Crc32": crc32Base64(body)}, hexSHA256(body), 200, string(body)},
+		{"crc32, unsigned payload", map[string]string{"X-Amz-Checksum-Crc32": crc32Base64(body)}, sigv4.UnsignedPayload, 200, string(body)},
+		{"sha256", map[string]string{"X-Amz-Checksum-Sha256": base64.StdEncoding.EncodeToString(sha[:])}, sigv4.UnsignedPayload, 200, string(body)},
+		{"crc32 of other bytes", map[string]string{"X-Amz-Checksum-Crc32": crc32Base64([]byte("x"))}, hexSHA256(body), 400, "BadDigest"},
+		{"crc32 of other bytes, unsigned payload", map[string]string{"X-Amz-Checksum-Crc32": crc32Base64([]byte("x"))}, sigv4.UnsignedPayload, 400, "BadDigest"},
+		{"crc32c of other bytes", map[string]string{"X-Amz-Checksum-Crc32c": crc32Base64(body)}, sigv4.UnsignedPayload, 400, "BadDigest"},
+		{"not base64", map[string]string{"X-Amz-Checksum-Crc32": "not base64!"}, sigv4.UnsignedPayload, 400, "InvalidRequest"},
+		{"the wrong length", map[string]string{"X-Amz-Checksum-Sha1": crc32Base64(body)}, sigv4.UnsignedPayload, 400, "InvalidRequest"},
+		{"two checksums", map[string]string{"X-Amz-Checksum-Crc32": crc32Base64(body), "X-Amz-Checksum-Sha256": base64.StdEncoding.EncodeToString(sha[:])},
+			sigv4.UnsignedPayload, 400, "InvalidRequest"},
+		{"an algorithm named, no checksum", map[string]string{"X-Amz-Checksum-Algorithm": "CRC32"}, sigv4.UnsignedPayload, 200, string(body)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := http.NewRequest(http.MethodPut, srv.URL+"/bucket/key", bytes.NewReader(body))
+			require.NoError(t, err)
+			r.Header.Set("X-Amz-Content-Sha256", tc.payload)
+			for k, v := range tc.headers {
+				r.Header.Set(k, v)
+			}
+			require.NoError(t, s3Signer().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secret},
+				r, tc.payload, "s3", region, now))
+			status, got := do(t, r)
+			require.Equal(t, tc.wantStatus, status, got)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
