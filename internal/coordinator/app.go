@@ -473,8 +473,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	rest := newListener("rest", a.handler, a.requests)
 	listeners := []*listener{rest}
 	errc := make(chan error, 2)
-	// The gathering listener lets a small download leave with its head in
-	// one write (httpx.WriteWhole; newListener sets the ConnContext).
+	// The gathering listeners (REST and S3) let a small download leave with
+	// its head in one write (httpx.WriteWhole; newListener sets the
+	// ConnContext).
 	go func() { errc <- rest.srv.Serve(httpx.GatherListener(ln)) }()
 	if a.s3 != nil {
 		addr := fmt.Sprintf("%s:%d", a.cfg.Host, a.cfg.S3Port)
@@ -486,7 +487,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		s3 := newListener("s3", a.s3, a.requests)
 		listeners = append(listeners, s3)
-		go func() { errc <- s3.srv.Serve(s3ln) }()
+		go func() { errc <- s3.srv.Serve(httpx.GatherListener(s3ln)) }()
 		a.log.Info("S3 API listening", "addr", s3ln.Addr().String(), "region", a.cfg.S3Region, "domain", a.cfg.S3Domain)
 	}
 	a.log.Info("coordinator listening", "addr", ln.Addr().String(), "replication_factor", a.cfg.ReplicationFactor,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/bufpool"
 	"github.com/dfs-project/dfs/internal/byterange"
+	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/objects"
 )
@@ -189,10 +190,17 @@ func (s *Server) getObject(w http.ResponseWriter, r *request) error {
 	}
 	defer d.Body.Close()
 	w.WriteHeader(status)
-	// A pooled buffer: io.Copy would allocate 32 KiB for every GET.
-	buf := bufpool.Get()
-	defer bufpool.Put(buf)
-	if _, err := io.CopyBuffer(w, d.Body, *buf); err != nil {
+	if b, ok := d.InMemory(); ok {
+		// A small object verified whole: head and body leave in one write
+		// on the gathering listener, as a REST download's do.
+		_, err = httpx.WriteWhole(w, r.Request, b)
+	} else {
+		// A pooled buffer: io.Copy would allocate 32 KiB for every GET.
+		buf := bufpool.Get()
+		defer bufpool.Put(buf)
+		_, err = io.CopyBuffer(w, d.Body, *buf)
+	}
+	if err != nil {
 		s.log.Warn("S3 download aborted", "bucket", r.bucket, "key", r.key, "file", o.FileID, "err", err)
 		panic(http.ErrAbortHandler) // the client must see a failed transfer, not a short success
 	}
