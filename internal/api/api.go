@@ -35,7 +35,7 @@ type Files interface {
 	Upload(ctx context.Context, req files.UploadRequest) (files.UploadResult, error)
 	Open(ctx context.Context, id string, q byterange.Request) (*files.Download, error)
 	Metadata(ctx context.Context, id string) (meta.FileRecord, error)
-	List(ctx context.Context, statuses []meta.FileStatus, page, size int) ([]meta.File, int, error)
+	List(ctx context.Context, statuses []meta.FileStatus, page, size int, visibleTo string) ([]meta.File, int, error)
 	Delete(ctx context.Context, id string) (files.DeleteResult, error)
 	Verify(ctx context.Context, id string) (files.VerifyResult, error)
 }

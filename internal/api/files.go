@@ -210,7 +210,13 @@ func (s *server) listFiles(w http.ResponseWriter, r *http.Request) {
 		}
 		statuses = append(statuses, st)
 	}
-	items, total, err := s.Files.List(r.Context(), statuses, page, size)
+	// A non-admin key does not see the objects of other keys' buckets, as
+	// it may not use them (fileAllowed).
+	visibleTo := ""
+	if ak, admin := caller(r); ak != "" && !admin {
+		visibleTo = ak
+	}
+	items, total, err := s.Files.List(r.Context(), statuses, page, size, visibleTo)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/api"
+	"github.com/dfs-project/dfs/internal/apiwire"
 	"github.com/dfs-project/dfs/internal/auth"
 	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/files"
@@ -48,6 +50,10 @@ func (f *recordingFiles) Open(ctx context.Context, id string, _ byterange.Reques
 		return nil, err
 	}
 	return &files.Download{File: rec.File, Body: io.NopCloser(strings.NewReader(id))}, nil
+}
+
+func (f *recordingFiles) List(ctx context.Context, statuses []meta.FileStatus, page, size int, visibleTo string) ([]meta.File, int, error) {
+	return f.store.ListFiles(ctx, meta.FileQuery{Statuses: statuses, Offset: page * size, Limit: size, VisibleTo: visibleTo})
 }
 
 func (f *recordingFiles) Delete(_ context.Context, id string) (files.DeleteResult, error) {
@@ -120,4 +126,24 @@ func TestFileRoutesKeepBucketOwnership(t *testing.T) {
 			require.Less(t, call(rt.method, rt.path, k.AccessKey, k.SecretKey), 300, "%s %s by %s", rt.method, rt.path, k.AccessKey)
 		}
 	}
+
+	// The file list leaves the object out for the other key alone.
+	listed := func(key, secret string) []string {
+		req := httptest.NewRequest(http.MethodGet, "/api/files", nil)
+		req.SetBasicAuth(key, secret)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var page apiwire.FileList
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+		var ids []string
+		for _, f := range page.Items {
+			ids = append(ids, f.FileID)
+		}
+		require.Len(t, ids, page.Total)
+		return ids
+	}
+	require.ElementsMatch(t, []string{plain}, listed(other.AccessKey, other.SecretKey))
+	require.ElementsMatch(t, []string{object, plain}, listed(owner.AccessKey, owner.SecretKey))
+	require.ElementsMatch(t, []string{object, plain}, listed("root-key", "root-secret"))
 }

@@ -190,7 +190,7 @@ func (f fakeFiles) Metadata(_ context.Context, id string) (meta.FileRecord, erro
 	return f.rec, nil
 }
 
-func (f fakeFiles) List(context.Context, []meta.FileStatus, int, int) ([]meta.File, int, error) {
+func (f fakeFiles) List(context.Context, []meta.FileStatus, int, int, string) ([]meta.File, int, error) {
 	return []meta.File{f.rec.File}, 1, nil
 }
 

@@ -99,7 +99,7 @@ func TestLargeUploadIsStoredAsChunksPlacedByTheirOwnKeys(t *testing.T) {
 	require.Less(t, int(nodes.maxSeen.Load()), 2*3+1, "at most CHUNK_UPLOAD_CONCURRENCY chunks are written at once")
 
 	// Only the file is listed; its chunks are not files.
-	files, total, err := s.List(context.Background(), nil, 0, 10)
+	files, total, err := s.List(context.Background(), nil, 0, 10, "")
 	require.NoError(t, err)
 	require.Equal(t, 1, total)
 	require.Equal(t, res.FileID, files[0].ID)
@@ -408,7 +408,7 @@ func TestListAndCountsFollowAChunksCopies(t *testing.T) {
 	require.NoError(t, err)
 	listed := func(status meta.FileStatus) bool {
 		t.Helper()
-		files, _, err := s.List(ctx, []meta.FileStatus{status}, 0, 10)
+		files, _, err := s.List(ctx, []meta.FileStatus{status}, 0, 10, "")
 		require.NoError(t, err)
 		counts, err := st.CountFilesByStatus(ctx)
 		require.NoError(t, err)

@@ -118,8 +118,10 @@ func (s *Service) Metadata(ctx context.Context, id string) (meta.FileRecord, err
 const MaxPageSize = 1000
 
 // List returns one page of files, newest first, and the total count.
-// statuses empty means the visible ones (neither PENDING nor DELETED).
-func (s *Service) List(ctx context.Context, statuses []meta.FileStatus, page, size int) ([]meta.File, int, error) {
+// statuses empty means the visible ones (neither PENDING nor DELETED);
+// visibleTo, when set, is a non-admin access key, for whom the objects of
+// other keys' buckets are left out (meta.FileQuery.VisibleTo).
+func (s *Service) List(ctx context.Context, statuses []meta.FileStatus, page, size int, visibleTo string) ([]meta.File, int, error) {
 	if page < 0 {
 		return nil, 0, errs.E(errs.Invalid, "page must be 0 or more")
 	}
@@ -129,7 +131,7 @@ func (s *Service) List(ctx context.Context, statuses []meta.FileStatus, page, si
 	if page > (1<<31-1)/size {
 		return nil, 0, errs.E(errs.Invalid, "page is too large")
 	}
-	return s.opt.Store.ListFiles(ctx, meta.FileQuery{Statuses: statuses, Offset: page * size, Limit: size})
+	return s.opt.Store.ListFiles(ctx, meta.FileQuery{Statuses: statuses, Offset: page * size, Limit: size, VisibleTo: visibleTo})
 }
 
 // DeleteResult tells whether every copy of a deleted file is gone.

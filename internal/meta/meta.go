@@ -158,6 +158,10 @@ type FileQuery struct {
 	Statuses []FileStatus // empty means ACTIVE, DEGRADED, REBALANCING and FAILED
 	Offset   int
 	Limit    int
+	// VisibleTo, when set, is an access key that is not an admin's: the
+	// files that hold an object of a bucket another key owns are left out
+	// of the page and of the total, as that key may not use them.
+	VisibleTo string
 }
 
 // PositionRange is the half-open ring interval (From, To] of positions. When

@@ -501,7 +501,7 @@ func (v *Verifier) wrapPayload(r *http.Request, a auth, key []byte) error {
 		return nil
 	}
 	want, _ := hex.DecodeString(a.payload)
-	r.Body = &hashingReader{r: r.Body, h: sha256.New(), want: want}
+	r.Body = &hashingReader{r: r.Body, h: sha256.New(), want: want, mismatch: errContentSHA256}
 	return nil
 }
 
@@ -536,45 +536,29 @@ func checkHeaderSum(r *http.Request) error {
 	if err != nil || len(want) != h.Size() {
 		return fail(http.StatusBadRequest, "InvalidRequest", "Value for %s header is invalid.", name)
 	}
-	r.Body = &sumReader{r: r.Body, h: h, want: want, name: name}
+	r.Body = &hashingReader{r: r.Body, h: h, want: want,
+		mismatch: fail(http.StatusBadRequest, "BadDigest", "The %s you specified did not match the calculated checksum.", name)}
 	return nil
 }
-
-// sumReader fails at EOF when the body's checksum is not the one its
-// x-amz-checksum-* header gave.
-type sumReader struct {
-	r    io.ReadCloser
-	h    hash.Hash
-	want []byte
-	name string
-}
-
-func (s *sumReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	s.h.Write(p[:n])
-	if err == io.EOF && !hmac.Equal(s.h.Sum(nil), s.want) {
-		return n, fail(http.StatusBadRequest, "BadDigest", "The %s you specified did not match the calculated checksum.", s.name)
-	}
-	return n, err
-}
-
-func (s *sumReader) Close() error { return s.r.Close() }
 
 var errContentSHA256 = fail(http.StatusBadRequest, "XAmzContentSHA256Mismatch",
 	"The provided 'x-amz-content-sha256' header does not match what was computed.")
 
-// hashingReader fails at EOF when the body's SHA-256 is not the one signed.
+// hashingReader fails at EOF with mismatch when the body's hash is not
+// want: the signed SHA-256 of the payload, or the checksum of an
+// x-amz-checksum-* header.
 type hashingReader struct {
-	r    io.ReadCloser
-	h    hash.Hash
-	want []byte
+	r        io.ReadCloser
+	h        hash.Hash
+	want     []byte
+	mismatch *Error
 }
 
 func (h *hashingReader) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
 	h.h.Write(p[:n])
 	if err == io.EOF && !hmac.Equal(h.h.Sum(nil), h.want) {
-		return n, errContentSHA256
+		return n, h.mismatch
 	}
 	return n, err
 }

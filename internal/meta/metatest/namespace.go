@@ -36,6 +36,7 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"ConcurrentFinalWritesEachLearnTheReplaced", testConcurrentFinalWrites},
 		{"ObjectValidation", testObjectValidation},
 		{"ObjectFollowsItsFile", testObjectFollowsItsFile},
+		{"FileListLeavesOutOthersObjects", testFileListLeavesOutOthersObjects},
 		{"ListingMatchesAModel", testListingMatchesAModel},
 		{"AccessKeys", testAccessKeys},
 		{"Uploads", testUploads},
@@ -380,6 +381,45 @@ func testObjectFollowsItsFile(t *testing.T, s NamespaceStore) {
 	_, err := s.GetObject(ctx, "b", "k")
 	requireKind(t, err, errs.NotFound)
 	require.NoError(t, s.DeleteBucket(ctx, "b"), "the bucket is empty again")
+}
+
+// testFileListLeavesOutOthersObjects: a file list for a key (VisibleTo)
+// leaves out, from its page and its total, the files that hold objects of
+// buckets another key owns; the key's own objects and files that are no
+// object stay, and a list for no key has them all.
+func testFileListLeavesOutOthersObjects(t *testing.T, s NamespaceStore) {
+	ctx := ctxT(t)
+	require.NoError(t, s.CreateBucket(ctx, &meta.Bucket{Name: "mine", Owner: "AKIAMINE"}))
+	require.NoError(t, s.CreateBucket(ctx, &meta.Bucket{Name: "theirs", Owner: "AKIATHEIRS"}))
+	mine, _ := putObject(t, s, "mine", "a")
+	theirs, _ := putObject(t, s, "theirs", "a")
+	theirs2, _ := putObject(t, s, "theirs", "b")
+	plain := storedFile(t, s)
+	ids := func(q meta.FileQuery) ([]string, int) {
+		t.Helper()
+		files, total, err := s.ListFiles(ctx, q)
+		require.NoError(t, err)
+		var out []string
+		for _, f := range files {
+			out = append(out, f.ID)
+		}
+		slices.Sort(out)
+		return out, total
+	}
+	sorted := func(v ...string) []string { slices.Sort(v); return v }
+
+	got, total := ids(meta.FileQuery{Limit: 10, VisibleTo: "AKIAMINE"})
+	require.Equal(t, sorted(mine.FileID, plain), got)
+	require.Equal(t, 2, total)
+	got, total = ids(meta.FileQuery{Limit: 1, Offset: 1, VisibleTo: "AKIAMINE"})
+	require.Len(t, got, 1, "pages are cut after the filter")
+	require.Equal(t, 2, total)
+	got, total = ids(meta.FileQuery{Limit: 10, VisibleTo: "AKIATHEIRS"})
+	require.Equal(t, sorted(theirs.FileID, theirs2.FileID, plain), got)
+	require.Equal(t, 3, total)
+	got, total = ids(meta.FileQuery{Limit: 10})
+	require.Equal(t, sorted(mine.FileID, theirs.FileID, theirs2.FileID, plain), got)
+	require.Equal(t, 4, total)
 }
 
 // testListingMatchesAModel lists a set of keys chosen to catch ordering and

@@ -325,16 +325,19 @@ func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, i
 	if err := rules.CheckPage(q); err != nil {
 		return nil, 0, err
 	}
+	// $2 is the key the list is for; an empty one sees every file.
+	where := `f.status = ANY($1) AND f.parent_id IS NULL AND ($2 = '' OR NOT EXISTS (
+		SELECT 1 FROM objects o JOIN buckets b ON b.name = o.bucket WHERE o.file_id = f.id AND b.owner <> $2))`
 	files := []meta.File{}
 	var total int
 	err = s.snapshot(ctx, "list files", func(ctx context.Context, tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM files WHERE status = ANY($1) AND parent_id IS NULL`, statuses).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM files f WHERE `+where, statuses, q.VisibleTo).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT `+fileColumns+` FROM files f
-			WHERE f.status = ANY($1) AND f.parent_id IS NULL
+			WHERE `+where+`
 			ORDER BY f.created_at DESC, f.id DESC
-			OFFSET $2 LIMIT $3`, statuses, q.Offset, q.Limit)
+			OFFSET $3 LIMIT $4`, statuses, q.VisibleTo, q.Offset, q.Limit)
 		if err != nil {
 			return err
 		}

@@ -392,16 +392,20 @@ func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, i
 	if err := rules.CheckPage(q); err != nil {
 		return nil, 0, err
 	}
-	in := placeholders(len(statuses))
+	where := `f.status IN (` + placeholders(len(statuses)) + `) AND f.parent_id IS NULL`
 	args := stringArgs(statuses)
+	if q.VisibleTo != "" {
+		where += ` AND ` + sqlNotOthersObject
+		args = append(args, q.VisibleTo)
+	}
 	files := []meta.File{}
 	var total int
 	err = s.readTx(ctx, "list files", func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files WHERE status IN (`+in+`) AND parent_id IS NULL`, args...).Scan(&total); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files f WHERE `+where, args...).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+fileColumns+` FROM files f
-			WHERE f.status IN (`+in+`) AND f.parent_id IS NULL
+			WHERE `+where+`
 			ORDER BY f.created_at DESC, f.id DESC
 			LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
 		if err != nil {
@@ -422,6 +426,12 @@ func (s *Store) ListFiles(ctx context.Context, q meta.FileQuery) ([]meta.File, i
 	}
 	return files, total, nil
 }
+
+// sqlNotOthersObject leaves out a file f that holds an object of a bucket
+// whose owner is not the key given (FileQuery.VisibleTo); objects_file_id_idx
+// finds the object.
+const sqlNotOthersObject = `NOT EXISTS (SELECT 1 FROM objects o JOIN buckets b ON b.name = o.bucket
+	WHERE o.file_id = f.id AND b.owner <> ?)`
 
 // collectIDs runs a read query whose one column is a file ID, appending to ids.
 func (s *Store) collectIDs(ctx context.Context, ids []string, query string, args ...any) ([]string, error) {
