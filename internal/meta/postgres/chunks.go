@@ -42,7 +42,7 @@ func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecor
 func deleteChunks(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]string, error) {
 	now := rules.Now()
 	rows, err := tx.Query(ctx, `UPDATE files SET status = 'DELETED', status_reason = NULL,
-			updated_at = $1, version = version + 1
+			updated_at = $1, version = version + 1, active_copies = 0
 		WHERE parent_id IS NOT NULL AND status <> 'DELETED' AND `+where+` RETURNING id::text`, append([]any{now}, args...)...)
 	if err != nil {
 		return nil, err

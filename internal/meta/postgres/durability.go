@@ -9,12 +9,13 @@ import (
 	"github.com/dfs-project/dfs/internal/meta"
 )
 
-// files.active_copies (kept by a trigger, migration 5) is every file's count
-// of ACTIVE copies on any node; a file's healthy copies are that minus its
-// ACTIVE copies on the nodes that are not healthy. So the answer is a GROUP
-// BY over the files_durability_idx covering index, corrected by the copies
-// on down nodes, found through file_replicas_node_status_idx: the work grows
-// with what is at risk, not with every copy of every file.
+// files.active_copies (set by every write that changes a file's copies,
+// migration 8) is every file's count of ACTIVE copies on any node; a file's
+// healthy copies are that minus its ACTIVE copies on the nodes that are not
+// healthy. So the answer is a GROUP BY over the files_durability_idx
+// covering index, corrected by the copies on down nodes, found through
+// file_replicas_node_status_idx: the work grows with what is at risk, not
+// with every copy of every file.
 const (
 	// durabilityDown is each file's ACTIVE copies on a node that is not
 	// healthy; every copy's node is a storage_nodes row (a foreign key).

@@ -89,7 +89,7 @@ func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) (
 		rows, err = tx.Query(ctx, `UPDATE files
 			SET status = CASE WHEN status = 'ACTIVE' THEN 'DEGRADED' ELSE status END,
 				status_reason = CASE WHEN status IN ('ACTIVE', 'DEGRADED') THEN $2 ELSE status_reason END,
-				updated_at = $3, version = version + 1
+				updated_at = $3, version = version + 1, active_copies = active_copies - 1
 			WHERE id = ANY($1::uuid[]) RETURNING COALESCE(parent_id::text, '')`, ids, reason, rules.Now())
 		if err != nil {
 			return err

@@ -147,12 +147,12 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 func insertFile(b *pgx.Batch, c *meta.FileRecord) {
 	b.Queue(`INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status, status_reason,
 			primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version,
-			parent_id, chunk_part, chunk_index, chunk_offset, chunk_count)
+			parent_id, chunk_part, chunk_index, chunk_offset, chunk_count, active_copies)
 		VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), $12, $13, 1,
-			NULLIF($14, '')::uuid, $15, $16, $17, $18)`,
+			NULLIF($14, '')::uuid, $15, $16, $17, $18, $19)`,
 		c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, c.CreatedAt, c.UpdatedAt,
-		c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount)
+		c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount, c.ActiveCopies())
 }
 
 func insertReplica(b *pgx.Batch, r *meta.Replica) {
@@ -221,11 +221,12 @@ func (s *Store) updateFile(ctx context.Context, tx pgx.Tx, c *meta.FileRecord, t
 	err := tx.QueryRow(ctx, `UPDATE files
 		SET file_name = $3, content_type = $4, size_bytes = $5, checksum = NULLIF($6, ''), status = $7,
 			status_reason = NULLIF($8, ''), primary_node_id = NULLIF($9, ''), replication_factor = $10,
-			ring_position = $11, idempotency_key = NULLIF($12, ''), updated_at = $13, version = version + 1
+			ring_position = $11, idempotency_key = NULLIF($12, ''), updated_at = $13, version = version + 1,
+			active_copies = $14
 		WHERE id = $1 AND version = $2
 		RETURNING created_at, version, COALESCE(parent_id::text, ''), chunk_count`,
 		c.ID, c.Version, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
-		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, t,
+		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, t, c.ActiveCopies(),
 	).Scan(&c.CreatedAt, &c.Version, &parent, &chunks)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)`,

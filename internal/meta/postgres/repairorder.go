@@ -9,8 +9,8 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-// The repair order sorts in the database, by files.active_copies (kept by
-// a trigger, migration 5): the rows come from the primary key (by ID) or
+// The repair order sorts in the database, by files.active_copies (set by
+// the writes that change copies, migration 8): the rows come from the primary key (by ID) or
 // from files_durability_idx (by status and copies), never from a scan.
 const (
 	sqlFileIDsByRisk = `SELECT id::text FROM files WHERE id = ANY($1::uuid[])

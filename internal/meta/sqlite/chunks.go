@@ -39,7 +39,7 @@ func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecor
 func deleteChunks(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]string, error) {
 	now := micros(rules.Now())
 	rows, err := tx.QueryContext(ctx, `UPDATE files SET status = 'DELETED', status_reason = NULL,
-			updated_at = ?, version = version + 1
+			updated_at = ?, version = version + 1, active_copies = 0
 		WHERE parent_id IS NOT NULL AND status <> 'DELETED' AND `+where+` RETURNING id`, append([]any{now}, args...)...)
 	if err != nil {
 		return nil, err
@@ -255,7 +255,7 @@ func (s *Store) CompleteSession(ctx context.Context, sessionID string, manifest 
 		if _, err := s.ws.exec(ctx, tx, sqlInsertFile,
 			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
-			"", 0, 0, 0, c.ChunkCount,
+			"", 0, 0, 0, c.ChunkCount, c.ActiveCopies(),
 		); err != nil {
 			return err
 		}

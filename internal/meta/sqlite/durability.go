@@ -12,7 +12,7 @@ import (
 // The healthy nodes travel as one JSON array bound to ?1, so the statements
 // stay the same for any number of nodes.
 //
-// files.active_copies (kept by triggers, migration 5) is every file's count
+// files.active_copies (set by the writes that change copies, migration 8) is every file's count
 // of ACTIVE copies on any node; a file's healthy copies are that minus its
 // ACTIVE copies on the nodes that are not healthy. So the answer is a GROUP
 // BY over the files_durability_idx covering index, corrected by the copies

@@ -96,7 +96,7 @@ func (s *Store) MarkNodeCopiesLost(ctx context.Context, nodeID, reason string) (
 			if err := tx.QueryRowContext(ctx, `UPDATE files
 				SET status = CASE WHEN status = 'ACTIVE' THEN 'DEGRADED' ELSE status END,
 					status_reason = CASE WHEN status IN ('ACTIVE', 'DEGRADED') THEN ? ELSE status_reason END,
-					updated_at = ?, version = version + 1
+					updated_at = ?, version = version + 1, active_copies = active_copies - 1
 				WHERE id = ? RETURNING COALESCE(parent_id, '')`, reason, now, id).Scan(&parent); err != nil {
 				return err
 			}

@@ -17,14 +17,15 @@ import (
 const (
 	sqlInsertFile = `INSERT INTO files (id, file_name, content_type, size_bytes, checksum, status,
 				status_reason, primary_node_id, replication_factor, ring_position, idempotency_key, created_at, updated_at, version,
-				parent_id, chunk_part, chunk_index, chunk_offset, chunk_count)
-			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1, NULLIF(?, ''), ?, ?, ?, ?)`
+				parent_id, chunk_part, chunk_index, chunk_offset, chunk_count, active_copies)
+			VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, NULLIF(?, ''), ?, ?, 1, NULLIF(?, ''), ?, ?, ?, ?, ?)`
 	sqlInsertReplica = `INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?)`
 	sqlUpdateFile = `UPDATE files
 			SET file_name = ?, content_type = ?, size_bytes = ?, checksum = NULLIF(?, ''), status = ?,
 				status_reason = NULLIF(?, ''), primary_node_id = NULLIF(?, ''), replication_factor = ?,
-				ring_position = ?, idempotency_key = NULLIF(?, ''), updated_at = ?, version = version + 1
+				ring_position = ?, idempotency_key = NULLIF(?, ''), updated_at = ?, version = version + 1,
+				active_copies = ?
 			WHERE id = ? AND version = ?
 			RETURNING created_at, version, COALESCE(parent_id, ''), chunk_count`
 	sqlReplicasOf = `SELECT id, node_id, status, created_at, updated_at, version
@@ -163,7 +164,7 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 		if _, err := s.ws.exec(ctx, tx, sqlInsertFile,
 			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
 			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
-			c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount,
+			c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount, c.ActiveCopies(),
 		); err != nil {
 			return err
 		}
@@ -262,7 +263,7 @@ func (s *Store) updateFile(ctx context.Context, tx *sql.Tx, c *meta.FileRecord, 
 	var chunks int
 	err := s.ws.queryRow(ctx, tx, sqlUpdateFile,
 		c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
-		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ID, c.Version,
+		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(t), c.ActiveCopies(), c.ID, c.Version,
 	).Scan(&created, &c.Version, &parent, &chunks)
 	if errors.Is(err, sql.ErrNoRows) {
 		return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = ?)`,

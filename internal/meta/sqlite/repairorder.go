@@ -8,8 +8,8 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-// The repair order sorts in the database, by files.active_copies (kept by
-// triggers, migration 5): the rows come from the primary key (the IDs
+// The repair order sorts in the database, by files.active_copies (set by
+// the writes that change copies, migration 8): the rows come from the primary key (the IDs
 // travel as one JSON array, so the statement is the same for any number)
 // or from files_durability_idx (by status and copies), never from a scan.
 const (
