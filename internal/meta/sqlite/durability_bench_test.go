@@ -55,7 +55,7 @@ func seedFiles(b *testing.B, s *Store, n int, nodes []string) []string {
 		require.NoError(b, err)
 	}
 	insFile, err := tx.Prepare(`INSERT INTO files (id, file_name, content_type, size_bytes, status, primary_node_id,
-		replication_factor, ring_position, created_at, updated_at) VALUES (?, 'f', 'x', 1024, 'ACTIVE', ?, 3, ?, 0, ?)`)
+		replication_factor, ring_position, created_at, updated_at, active_copies) VALUES (?, 'f', 'x', 1024, 'ACTIVE', ?, 3, ?, 0, ?, 3)`)
 	require.NoError(b, err)
 	insCopy, err := tx.Prepare(`INSERT INTO file_replicas (file_id, node_id, status, created_at, updated_at) VALUES (?, ?, 'ACTIVE', 0, 0)`)
 	require.NoError(b, err)

@@ -19,3 +19,6 @@ END;
 
 UPDATE files SET active_copies = (
     SELECT count(*) FROM file_replicas r WHERE r.file_id = files.id AND r.status = 'ACTIVE');
+
+DROP INDEX file_replicas_node_status_idx;
+CREATE INDEX file_replicas_node_status_idx ON file_replicas (node_id, status, file_id);

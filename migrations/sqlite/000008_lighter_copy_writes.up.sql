@@ -11,3 +11,13 @@ DROP TRIGGER IF EXISTS file_replicas_active_insert;
 
 UPDATE files SET active_copies = (
     SELECT count(*) FROM file_replicas r WHERE r.file_id = files.id AND r.status = 'ACTIVE');
+
+-- The index of copies by node and status no longer carries file_id: with
+-- it, every new ACTIVE copy landed at a random place among its node's
+-- copies (file ids are random UUIDs), a page of its own to write at the
+-- commit and again at the checkpoint. Without it the entries of one node
+-- and status are in rowid order, so new copies append to the index's end;
+-- the few queries that need the file id (a node's files, the copies on down
+-- nodes) read it from the row, in rowid order.
+DROP INDEX file_replicas_node_status_idx;
+CREATE INDEX file_replicas_node_status_idx ON file_replicas (node_id, status);
