@@ -22,3 +22,6 @@ UPDATE files SET active_copies = (
 
 DROP INDEX file_replicas_node_status_idx;
 CREATE INDEX file_replicas_node_status_idx ON file_replicas (node_id, status, file_id);
+
+CREATE INDEX files_created_at_idx ON files (created_at DESC, id DESC);
+CREATE INDEX files_primary_node_id_idx ON files (primary_node_id);

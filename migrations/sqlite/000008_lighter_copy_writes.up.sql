@@ -21,3 +21,11 @@ UPDATE files SET active_copies = (
 -- nodes) read it from the row, in rowid order.
 DROP INDEX file_replicas_node_status_idx;
 CREATE INDEX file_replicas_node_status_idx ON file_replicas (node_id, status);
+
+-- Two indexes of files that no statement reads, each written by every
+-- upload: files_created_at_idx (the listing shows top-level files only and
+-- reads files_top_created_at_idx, migration 6) and files_primary_node_id_idx
+-- (nothing looks files up by primary, and a storage_nodes row is never
+-- deleted nor renamed, so the foreign key never searches for its files).
+DROP INDEX files_created_at_idx;
+DROP INDEX files_primary_node_id_idx;

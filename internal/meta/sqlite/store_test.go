@@ -117,6 +117,8 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 		`ALTER TABLE files DROP COLUMN chunk_part`,
 		`ALTER TABLE files DROP COLUMN parent_id`,
 		`CREATE INDEX files_status_idx ON files (status)`,
+		`CREATE INDEX files_created_at_idx ON files (created_at DESC, id DESC)`,
+		`CREATE INDEX files_primary_node_id_idx ON files (primary_node_id)`,
 		`CREATE INDEX file_replicas_file_id_idx ON file_replicas (file_id)`,
 		`DROP TABLE coordinator_state`,
 		`DROP TABLE rebalance_epochs`,
@@ -138,8 +140,8 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	require.Equal(t, int(newest), version)
 	var n int
 	require.NoError(t, s.read.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index'
-		AND name IN ('files_status_idx', 'file_replicas_file_id_idx')`).Scan(&n))
-	require.Zero(t, n, "the redundant indexes are gone")
+		AND name IN ('files_status_idx', 'file_replicas_file_id_idx', 'files_created_at_idx', 'files_primary_node_id_idx')`).Scan(&n))
+	require.Zero(t, n, "the redundant and the unread indexes are gone")
 	got, err := s.GetFile(ctx, rec.ID)
 	require.NoError(t, err)
 	require.Equal(t, *rec, got)
