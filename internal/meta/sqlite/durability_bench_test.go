@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/meta"
 )
 
 // BenchmarkDurability measures one Durability call over 100,000 readable
@@ -90,6 +92,36 @@ func BenchmarkFileIDsByRisk(b *testing.B) {
 				}
 				if len(got) != n || got[0] != ids[n-1] {
 					b.Fatalf("ordered %d files starting with %s, want %d starting with the oldest, %s", len(got), got[0], n, ids[n-1])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkListFiles measures the first page of the default listing (the
+// console's and `dfs ls`'s) among 100,000 files, and a page of a rare
+// status, PENDING, which no seeded file has.
+func BenchmarkListFiles(b *testing.B) {
+	const files = 100_000
+	s := openTest(b)
+	seedFiles(b, s, files, []string{"node-1", "node-2", "node-3", "node-4", "node-5"})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		statuses []meta.FileStatus
+		want     int
+	}{
+		{"default", nil, files},
+		{"pending", []meta.FileStatus{meta.FilePending}, 0},
+	} {
+		b.Run(fmt.Sprintf("files=%d/%s", files, tc.name), func(b *testing.B) {
+			for b.Loop() {
+				page, total, err := s.ListFiles(ctx, meta.FileQuery{Statuses: tc.statuses, Limit: 50})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if total != tc.want || len(page) != min(50, tc.want) {
+					b.Fatalf("listed %d of %d, want %d of %d", len(page), total, min(50, tc.want), tc.want)
 				}
 			}
 		})

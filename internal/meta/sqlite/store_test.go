@@ -18,6 +18,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 	"github.com/dfs-project/dfs/migrations"
 )
 
@@ -277,6 +278,8 @@ func TestIndexedQueries(t *testing.T) {
 		{"durability of chunked files by node", sqlDurabilityChunkedByNode, "files_parent_idx", []any{`["node-1"]`}},
 		{"files by risk", sqlFileIDsByRisk, "sqlite_autoindex_files_1", []any{`["0b6d5c1e-8f0a-4a8e-9c52-3d1f0f6e2a11"]`}},
 		{"repair queue", sqlRepairQueue, "files_durability_idx", nil},
+		{"a page of PENDING files", listPageSQL([]string{"PENDING"}, listedWhere(1)), "files_top_status_idx",
+			[]any{"PENDING", 50, 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,6 +300,27 @@ func TestIndexedQueries(t *testing.T) {
 			require.NotRegexp(t, `SCAN (files|file_replicas|f)\b`, joined)
 		})
 	}
+}
+
+// TestDefaultListingReadsInPageOrder checks that a page of the default
+// listing walks the files newest first along their index, which ends after
+// the page, and never sorts every listed file (BenchmarkListFiles).
+func TestDefaultListingReadsInPageOrder(t *testing.T) {
+	s := openTest(t)
+	listed, err := rules.ListStatuses(nil)
+	require.NoError(t, err)
+	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+listPageSQL(listed, listedWhere(len(listed))), append(stringArgs(listed), 50, 0)...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"SCAN f USING INDEX files_top_created_at_idx"}, plan)
 }
 
 func TestDeadlineIsUnavailable(t *testing.T) {
