@@ -376,6 +376,8 @@ func TestUnhonouredHeadersAnswer501(t *testing.T) {
 		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256"}},
 		{http.MethodPut, "/bkt/locked", []string{"X-Amz-Object-Lock-Mode", "COMPLIANCE"}},
 		{http.MethodPut, "/locked-bkt", []string{"X-Amz-Bucket-Object-Lock-Enabled", "true"}},
+		{http.MethodPut, "/bkt/cold", []string{"X-Amz-Storage-Class", "GLACIER"}},
+		{http.MethodPut, "/bkt/lock", []string{"X-Amz-Copy-Source", "/bkt/lock", "X-Amz-Storage-Class", "STANDARD_IA"}},
 	} {
 		body := []byte("theirs")
 		if req.path == "/locked-bkt" || req.method == http.MethodDelete {
@@ -393,4 +395,11 @@ func TestUnhonouredHeadersAnswer501(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	status, _ = call(t, srv, http.MethodGet, "", "/bkt/lock", "us-east-1", nil, "If-None-Match", `"0123"`)
 	require.Equal(t, http.StatusOK, status, "a GET's conditions are still served")
+
+	status, got := call(t, srv, http.MethodPut, "", "/bkt/odd", "us-east-1", []byte("x"), "X-Amz-Storage-Class", "COLDEST")
+	require.Equal(t, http.StatusBadRequest, status, got)
+	require.Contains(t, got, "<Code>InvalidStorageClass</Code>")
+	status, got = call(t, srv, http.MethodPut, "", "/bkt/plain", "us-east-1", []byte("x"), "X-Amz-Storage-Class", "STANDARD")
+	require.Equal(t, http.StatusOK, status, "STANDARD is what every object is: %s", got)
+	require.Len(t, mf.data, 2, "only the STANDARD object was stored")
 }

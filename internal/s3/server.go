@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/dfs-project/dfs/internal/httpx"
@@ -173,8 +174,32 @@ func unhonoured(r *request) string {
 	return ""
 }
 
+// storageClasses are the classes S3 defines. dfs stores every object one
+// way, STANDARD's (replicated, durable, readable at once), and says so in
+// its listings.
+var storageClasses = []string{"STANDARD", "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+	"GLACIER", "DEEP_ARCHIVE", "OUTPOSTS", "GLACIER_IR", "SNOW", "EXPRESS_ONEZONE", "FSX_OPENZFS"}
+
+// checkStorageClass refuses a write that asks for a storage class other
+// than STANDARD: a known one is 501 (storing it as STANDARD and listing it
+// so would be a wrong success), anything else InvalidStorageClass, as S3
+// answers it.
+func checkStorageClass(r *request) error {
+	class := r.Header.Get("X-Amz-Storage-Class")
+	if class == "" || class == "STANDARD" || (r.Method != http.MethodPut && r.Method != http.MethodPost) {
+		return nil
+	}
+	if !slices.Contains(storageClasses, class) {
+		return s3err(http.StatusBadRequest, "InvalidStorageClass", "The storage class you specified is not valid")
+	}
+	return notImplemented("the storage class " + class + " (every object is STANDARD)")
+}
+
 func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
+	if err := checkStorageClass(r); err != nil {
+		return err
+	}
 	if r.key != "" && q.Has("tagging") && r.Method == http.MethodGet {
 		return s.objectTagging(w, r)
 	}
