@@ -482,6 +482,12 @@ func (v *Verifier) wrapPayload(r *http.Request, a auth, key []byte) error {
 		if err != nil || decoded < 0 {
 			return fail(http.StatusLengthRequired, "MissingContentLength", "x-amz-decoded-content-length is required with %s", a.payload)
 		}
+		// A trailer this package cannot check would pass unchecked, the
+		// client believing its checksum verified.
+		if name := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Amz-Trailer"))); a.payload != StreamingSigned &&
+			name != "" && checksumHash(name) == nil {
+			return fail(http.StatusBadRequest, "InvalidRequest", "the trailer %q named by x-amz-trailer is not a checksum dfs supports", name)
+		}
 		r.Body = newChunkedReader(r.Body, chunkedOptions{
 			signed: a.payload != StreamingUnsignedTrailer, trailer: a.payload != StreamingSigned,
 			key: key, seed: a.signature, time: a.time.UTC().Format(timeFormat), scope: a.scope(),

@@ -2,6 +2,7 @@ package sigv4_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -277,12 +278,16 @@ func TestStreamingUnsignedTrailer(t *testing.T) {
 		length     int
 		wantStatus int
 		want       string
+		trailer    string // x-amz-trailer; x-amz-checksum-crc32 when empty
 	}{
-		{"good", unsignedChunked(data, 8192, crc32Base64(data)), len(data), 200, string(data)},
-		{"wrong checksum", unsignedChunked(data, 8192, crc32Base64([]byte("x"))), len(data), 400, "BadDigest"},
-		{"wrong decoded length", unsignedChunked(data, 8192, crc32Base64(data)), len(data) + 1, 400, "IncompleteBody"},
-		{"truncated", unsignedChunked(data, 8192, crc32Base64(data))[:5000], len(data), 400, "IncompleteBody"},
-		{"not hex", []byte("zz\r\nabc\r\n0\r\n\r\n"), 3, 400, "IncompleteBody"},
+		{"good", unsignedChunked(data, 8192, crc32Base64(data)), len(data), 200, string(data), ""},
+		{"wrong checksum", unsignedChunked(data, 8192, crc32Base64([]byte("x"))), len(data), 400, "BadDigest", ""},
+		{"wrong decoded length", unsignedChunked(data, 8192, crc32Base64(data)), len(data) + 1, 400, "IncompleteBody", ""},
+		{"truncated", unsignedChunked(data, 8192, crc32Base64(data))[:5000], len(data), 400, "IncompleteBody", ""},
+		{"not hex", []byte("zz\r\nabc\r\n0\r\n\r\n"), 3, 400, "IncompleteBody", ""},
+		// A checksum dfs cannot compute is refused before the body, not
+		// accepted unchecked.
+		{"unknown trailer", unsignedChunked(data, 8192, crc32Base64(data)), len(data), 400, "InvalidRequest", "x-amz-checksum-md5"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,7 +295,7 @@ func TestStreamingUnsignedTrailer(t *testing.T) {
 			require.NoError(t, err)
 			r.Header.Set("X-Amz-Content-Sha256", sigv4.StreamingUnsignedTrailer)
 			r.Header.Set("Content-Encoding", "aws-chunked")
-			r.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32")
+			r.Header.Set("X-Amz-Trailer", cmp.Or(tc.trailer, "x-amz-checksum-crc32"))
 			r.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(tc.length))
 			require.NoError(t, s3Signer().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secret},
 				r, sigv4.StreamingUnsignedTrailer, "s3", region, now))
