@@ -72,7 +72,15 @@ func TestNamespaceConformance(t *testing.T) {
 // primary key's range, never by scanning the bucket.
 func TestListingIsARangeRead(t *testing.T) {
 	s := openTest(t)
-	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+objectsAfterSQL, "b", []byte("a"), []byte("a"), []byte("b"), 10)
+	plan := queryPlan(t, s, objectsAfterSQL, "b", []byte("a"), []byte("a"), []byte("b"), 10)
+	require.Equal(t, []string{"SEARCH objects USING PRIMARY KEY (bucket=? AND object_key>? AND object_key<?)"}, plan)
+}
+
+// queryPlan is the detail column of EXPLAIN QUERY PLAN for query on the
+// read pool, a line per step.
+func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var plan []string
@@ -83,7 +91,7 @@ func TestListingIsARangeRead(t *testing.T) {
 		plan = append(plan, detail)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"SEARCH objects USING PRIMARY KEY (bucket=? AND object_key>? AND object_key<?)"}, plan)
+	return plan
 }
 
 // BenchmarkGetObject is the metadata read every S3 GetObject and HeadObject

@@ -283,18 +283,7 @@ func TestIndexedQueries(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rows, err := s.read.Query("EXPLAIN QUERY PLAN "+tc.query, tc.args...)
-			require.NoError(t, err)
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-				plan = append(plan, detail)
-			}
-			require.NoError(t, rows.Err())
-			joined := strings.Join(plan, "\n")
+			joined := strings.Join(queryPlan(t, s, tc.query, tc.args...), "\n")
 			require.Regexp(t, "USING (COVERING )?INDEX "+tc.index+" ", joined)
 			require.NotContains(t, joined, "SCAN f\n")
 			require.NotRegexp(t, `SCAN (files|file_replicas|f)\b`, joined)
@@ -309,17 +298,7 @@ func TestDefaultListingReadsInPageOrder(t *testing.T) {
 	s := openTest(t)
 	listed, err := rules.ListStatuses(nil)
 	require.NoError(t, err)
-	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+listPageSQL(listed, listedWhere(len(listed))), append(stringArgs(listed), 50, 0)...)
-	require.NoError(t, err)
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	require.NoError(t, rows.Err())
+	plan := queryPlan(t, s, listPageSQL(listed, listedWhere(len(listed))), append(stringArgs(listed), 50, 0)...)
 	require.Equal(t, []string{"SCAN f USING INDEX files_top_created_at_idx"}, plan)
 }
 
