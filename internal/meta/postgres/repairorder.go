@@ -10,8 +10,9 @@ import (
 )
 
 // The repair order sorts in the database, by files.active_copies (set by
-// the writes that change copies, migration 8): the rows come from the primary key (by ID) or
-// from files_durability_idx (by status and copies), never from a scan.
+// the writes that change copies, migration 8): the rows come from the
+// primary key (by ID) or from files_durability_idx (by status and copies),
+// never from a scan.
 const (
 	sqlFileIDsByRisk = `SELECT id::text FROM files WHERE id = ANY($1::uuid[])
 		ORDER BY status IN ('PENDING', 'DELETED'), active_copies, updated_at, id`

@@ -12,12 +12,13 @@ import (
 // The healthy nodes travel as one JSON array bound to ?1, so the statements
 // stay the same for any number of nodes.
 //
-// files.active_copies (set by the writes that change copies, migration 8) is every file's count
-// of ACTIVE copies on any node; a file's healthy copies are that minus its
-// ACTIVE copies on the nodes that are not healthy. So the answer is a GROUP
-// BY over the files_durability_idx covering index, corrected by the copies
-// on down nodes, found through file_replicas_node_status_idx: the work grows
-// with what is at risk, not with every copy of every file. CROSS JOIN fixes
+// files.active_copies (set by the writes that change copies, migration 8)
+// is every file's count of ACTIVE copies on any node; a file's healthy
+// copies are that minus its ACTIVE copies on the nodes that are not
+// healthy. So the answer is a GROUP BY over the files_durability_idx
+// covering index, corrected by the copies on down nodes, found through
+// file_replicas_node_status_idx: the work grows with what is at risk, not
+// with every copy of every file. CROSS JOIN fixes
 // SQLite's join order: from the few files at risk to their rows, never
 // from every row to a probe of the few. The unary + in the last statement
 // keeps SQLite from probing file_replicas once per file and healthy node;

@@ -444,11 +444,12 @@ func listPageSQL(statuses []string, where string) string {
 // listingIndex picks the index a page of files is read through. SQLite has
 // no statistics to choose by (nothing runs ANALYZE), and left to itself it
 // reads every file of the statuses asked for through files_top_status_idx
-// and sorts them all for each page, whose cost grows with the store
-// (BenchmarkListFiles, PERFORMANCE.md). A listing that includes ACTIVE files, the default one,
-// reads files_top_created_at_idx in the page's order instead and stops at
-// the page's end. One of other statuses only (PENDING, FAILED, DELETED:
-// few files, scattered over time) still finds them by status.
+// and sorts them all for each page, a cost that grows with the store
+// (BenchmarkListFiles, PERFORMANCE.md). A listing that includes ACTIVE
+// files, the default one, reads files_top_created_at_idx in the page's
+// order instead and stops at the page's end. One of other statuses only
+// (PENDING, FAILED, DELETED: few files, scattered over time) still finds
+// them by status.
 func listingIndex(statuses []string) string {
 	if slices.Contains(statuses, string(meta.FileActive)) {
 		return `INDEXED BY files_top_created_at_idx`

@@ -9,9 +9,10 @@ import (
 )
 
 // The repair order sorts in the database, by files.active_copies (set by
-// the writes that change copies, migration 8): the rows come from the primary key (the IDs
-// travel as one JSON array, so the statement is the same for any number)
-// or from files_durability_idx (by status and copies), never from a scan.
+// the writes that change copies, migration 8): the rows come from the
+// primary key (the IDs travel as one JSON array, so the statement is the
+// same for any number) or from files_durability_idx (by status and
+// copies), never from a scan.
 const (
 	sqlFileIDsByRisk = `SELECT id FROM files WHERE id IN (SELECT value FROM json_each(?))
 		ORDER BY status IN ('PENDING', 'DELETED'), active_copies, updated_at, id`
