@@ -197,7 +197,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"), VerifyOnDownload: cfg.VerifyChecksumOnDownload,
 		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
-		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), Events: a.metrics,
+		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), PendingRecordDelay: cfg.PendingRecordDelay, Events: a.metrics,
 		ChunkSize: cfg.ChunkSize, ChunkConcurrency: cfg.ChunkUploadConcurrency, ChunkBuffers: cfg.ChunkBuffers, ChunkReadAhead: cfg.ChunkReadAhead, SessionTTL: cfg.UploadSessionTTL,
 	})
 	if err != nil {

@@ -36,6 +36,7 @@ type Config struct {
 	CacheEnabled                bool          // CACHE_ENABLED
 	CacheMetadataTTL            time.Duration // CACHE_METADATA_TTL
 	PendingUploadTimeout        time.Duration // PENDING_UPLOAD_TIMEOUT
+	PendingRecordDelay          time.Duration // PENDING_RECORD_DELAY: a small upload still writing copies after this long records its PENDING row (0: every upload before its first copy)
 	AntiEntropyInterval         time.Duration // ANTI_ENTROPY_INTERVAL: every file is checked against the ring and the nodes within this period
 	AntiEntropyRate             int           // ANTI_ENTROPY_RATE: files the sweep checks per second at most
 	AntiEntropyOrphanGrace      time.Duration // ANTI_ENTROPY_ORPHAN_GRACE: how long a blob no metadata lists is left before it is removed
@@ -131,6 +132,8 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	// The probe timeout defaults to a fraction of the interval so a sweep ends
 	// before the next one starts.
 	c.HealthProbeTimeout = l.Duration("HEALTH_PROBE_TIMEOUT", min(2*time.Second, c.HealthCheckInterval/2))
+	// Likewise the record delay defaults below a short PENDING_UPLOAD_TIMEOUT.
+	c.PendingRecordDelay = l.DurationOrZero("PENDING_RECORD_DELAY", min(time.Second, c.PendingUploadTimeout/2))
 	var problems []error
 	if err := l.Err(); err != nil {
 		problems = append(problems, err)
@@ -178,6 +181,12 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.AntiEntropyInterval <= 0 {
 		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_INTERVAL=%s: must be positive", c.AntiEntropyInterval))
+	}
+	// A row recorded after the PENDING row's own timeout would let the
+	// repair loop take a live upload for an abandoned one.
+	if c.PendingRecordDelay >= c.PendingUploadTimeout {
+		problems = append(problems, fmt.Errorf("PENDING_RECORD_DELAY=%s: must be less than PENDING_UPLOAD_TIMEOUT (%s)",
+			c.PendingRecordDelay, c.PendingUploadTimeout))
 	}
 	// An upload's copies land before its rows say where they are, and a
 	// PENDING row lives up to PENDING_UPLOAD_TIMEOUT: a grace shorter than

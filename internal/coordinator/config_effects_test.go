@@ -170,6 +170,26 @@ func TestRepairIntervalFinishesWorkOnItsOwn(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 }
 
+// A small upload that finishes within PENDING_RECORD_DELAY writes its row
+// once (version 1); with the delay 0 it is recorded PENDING first and then
+// updated (version 2).
+func TestPendingRecordDelayDecidesWhenAnUploadIsFirstRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		version int64
+	}{
+		{nil, 1},
+		{map[string]string{"PENDING_RECORD_DELAY": "0s"}, 2},
+	} {
+		h := newHarness(t, "sqlite", 3, tc.env)
+		res := h.upload("f", []byte("a small file"))
+		rec, err := h.store().GetFile(context.Background(), res.FileID)
+		require.NoError(t, err)
+		require.Equal(t, meta.FileActive, rec.Status)
+		require.Equal(t, tc.version, rec.Version, "%v", tc.env)
+	}
+}
+
 func TestPendingUploadTimeoutSettlesAbandonedUploads(t *testing.T) {
 	h := newHarness(t, "sqlite", 3, map[string]string{"PENDING_UPLOAD_TIMEOUT": "1s"})
 	ctx := context.Background()

@@ -17,7 +17,7 @@ func TestConfigDefaults(t *testing.T) {
 		MaxFileSize: 512 << 20, HealthCheckInterval: 10 * time.Second, HealthProbeTimeout: 2 * time.Second,
 		HealthFailureThreshold: 2, HealthSuccessThreshold: 2, RebalanceOnMembershipChange: true,
 		RepairInterval: time.Minute, VerifyChecksumOnDownload: true, DownloadBufferSize: 1 << 20,
-		CacheEnabled: true, CacheMetadataTTL: 2 * time.Minute, PendingUploadTimeout: 15 * time.Minute,
+		CacheEnabled: true, CacheMetadataTTL: 2 * time.Minute, PendingUploadTimeout: 15 * time.Minute, PendingRecordDelay: time.Second,
 		AntiEntropyInterval: 10 * time.Minute, AntiEntropyRate: 2000, AntiEntropyOrphanGrace: 30 * time.Minute,
 		ReplicaWriteConcurrency: 64, LocalCacheEntries: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
 		S3Region: "us-east-1", APIAuth: "keys",
@@ -37,7 +37,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		"REBALANCE_ON_MEMBERSHIP_CHANGE": "false", "REPAIR_INTERVAL": "30s",
 		"VERIFY_CHECKSUM_ON_DOWNLOAD": "false", "DOWNLOAD_BUFFER_SIZE": "64KB",
 		"CACHE_ENABLED": "false", "CACHE_METADATA_TTL": "10s", "PENDING_UPLOAD_TIMEOUT": "1m",
-		"ANTI_ENTROPY_INTERVAL": "5m", "ANTI_ENTROPY_RATE": "300", "ANTI_ENTROPY_ORPHAN_GRACE": "2m",
+		"PENDING_RECORD_DELAY": "250ms", "ANTI_ENTROPY_INTERVAL": "5m", "ANTI_ENTROPY_RATE": "300", "ANTI_ENTROPY_ORPHAN_GRACE": "2m",
 		"REPLICA_WRITE_CONCURRENCY": "8", "SPOOL_MEMORY_MAX": "64KiB", "LOCAL_CACHE_ENTRIES": "5", "CONTENT_CACHE_MAX_FILE": "32KiB", "NODE_STALL_TIMEOUT": "7s", "REBALANCE_PARALLELISM": "4", "SPOOL_MEMORY_LIMIT": "1MiB", "DRAIN_TIMEOUT": "1m", "LEASE_TTL": "5s", "CLUSTER_TOKEN": "t",
 		"LOG_LEVEL": "debug", "LOG_FORMAT": "json", "PPROF_ADDR": "127.0.0.1:6060",
 		"S3_PORT": "9000", "S3_DOMAIN": "s3.example.com", "S3_REGION": "eu-west-3",
@@ -52,7 +52,7 @@ func TestConfigReadsEveryVariable(t *testing.T) {
 		HealthCheckInterval: 3 * time.Second, HealthProbeTimeout: 500 * time.Millisecond,
 		HealthFailureThreshold: 4, HealthSuccessThreshold: 5, RebalanceOnMembershipChange: false,
 		RepairInterval: 30 * time.Second, VerifyChecksumOnDownload: false, DownloadBufferSize: 64 << 10,
-		CacheEnabled: false, CacheMetadataTTL: 10 * time.Second, PendingUploadTimeout: time.Minute,
+		CacheEnabled: false, CacheMetadataTTL: 10 * time.Second, PendingUploadTimeout: time.Minute, PendingRecordDelay: 250 * time.Millisecond,
 		AntiEntropyInterval: 5 * time.Minute, AntiEntropyRate: 300, AntiEntropyOrphanGrace: 2 * time.Minute,
 		ReplicaWriteConcurrency: 8, LocalCacheEntries: 5, ContentCacheMaxFile: 32 << 10, NodeStallTimeout: 7 * time.Second, RebalanceParallelism: 4, SpoolMemoryMax: 64 << 10, SpoolMemoryLimit: 1 << 20, DrainTimeout: time.Minute, LeaseTTL: 5 * time.Second, ClusterToken: "t", LogLevel: "debug", LogFormat: "json",
 		PprofAddr: "127.0.0.1:6060", ChunkSize: 16 << 20, ChunkUploadConcurrency: 5, ChunkBuffers: 9, ChunkReadAhead: 4, UploadSessionTTL: 2 * time.Hour,
@@ -81,7 +81,7 @@ func TestConfigNamesEveryBadVariable(t *testing.T) {
 		"CONTENT_CACHE_SIZE": "-1", "CONTENT_CACHE_MAX_FILE": "lots", "NODE_STALL_TIMEOUT": "0s",
 		"ANTI_ENTROPY_INTERVAL": "0s", "ANTI_ENTROPY_RATE": "0", "ANTI_ENTROPY_ORPHAN_GRACE": "never",
 		"CHUNK_SIZE": "512KiB", "CHUNK_UPLOAD_CONCURRENCY": "0", "CHUNK_BUFFERS": "0", "CHUNK_READAHEAD": "0", "UPLOAD_SESSION_TTL": "500ms",
-		"SHUTDOWN_TIMEOUT": "0s",
+		"SHUTDOWN_TIMEOUT": "0s", "PENDING_RECORD_DELAY": "-1s",
 	}
 	_, err := LoadConfig(envconf.FromMap(bad))
 	require.Error(t, err)
@@ -103,6 +103,17 @@ func TestConfigOrphanGraceCoversPendingUploads(t *testing.T) {
 	_, err := LoadConfig(envconf.FromMap(map[string]string{"PENDING_UPLOAD_TIMEOUT": "20m", "ANTI_ENTROPY_ORPHAN_GRACE": "10m"}))
 	require.ErrorContains(t, err, "ANTI_ENTROPY_ORPHAN_GRACE")
 	require.ErrorContains(t, err, "PENDING_UPLOAD_TIMEOUT")
+}
+
+func TestConfigPendingRecordDelayIsBelowTheTimeout(t *testing.T) {
+	c, err := LoadConfig(envconf.FromMap(map[string]string{"PENDING_UPLOAD_TIMEOUT": "1s"}))
+	require.NoError(t, err)
+	require.Equal(t, 500*time.Millisecond, c.PendingRecordDelay, "the default follows a short timeout")
+	_, err = LoadConfig(envconf.FromMap(map[string]string{"PENDING_UPLOAD_TIMEOUT": "2s", "PENDING_RECORD_DELAY": "2s"}))
+	require.ErrorContains(t, err, "PENDING_RECORD_DELAY")
+	c, err = LoadConfig(envconf.FromMap(map[string]string{"PENDING_RECORD_DELAY": "0s"}))
+	require.NoError(t, err)
+	require.Zero(t, c.PendingRecordDelay)
 }
 
 func TestConfigContentCache(t *testing.T) {

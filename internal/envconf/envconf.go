@@ -86,6 +86,16 @@ func (l *Loader) Bool(name string, def bool) bool {
 
 // Duration returns the variable as a positive Go duration ("10s", "2m").
 func (l *Loader) Duration(name string, def time.Duration) time.Duration {
+	return l.duration(name, def, false)
+}
+
+// DurationOrZero is Duration for a variable whose zero ("0", "0s") turns
+// something off: it accepts zero as well.
+func (l *Loader) DurationOrZero(name string, def time.Duration) time.Duration {
+	return l.duration(name, def, true)
+}
+
+func (l *Loader) duration(name string, def time.Duration, zero bool) time.Duration {
 	v, ok := l.get(name)
 	if !ok {
 		return def
@@ -95,7 +105,11 @@ func (l *Loader) Duration(name string, def time.Duration) time.Duration {
 		l.fail(name, v, "not a duration (use Go syntax such as 10s or 2m)")
 		return def
 	}
-	if d <= 0 {
+	switch {
+	case d < 0 && zero:
+		l.fail(name, v, "must not be negative")
+		return def
+	case d <= 0 && !zero:
 		l.fail(name, v, "must be positive")
 		return def
 	}

@@ -55,6 +55,17 @@ func TestLoaderReadsTypedValues(t *testing.T) {
 	require.NoError(t, l.Err())
 }
 
+func TestLoaderDurationOrZeroTakesZeroButNotLess(t *testing.T) {
+	l := FromMap(map[string]string{"ZERO": "0s", "SOME": "250ms", "NEG": "-1s"})
+	require.Equal(t, time.Duration(0), l.DurationOrZero("ZERO", time.Second))
+	require.Equal(t, 250*time.Millisecond, l.DurationOrZero("SOME", time.Second))
+	require.NoError(t, l.Err())
+	require.Equal(t, time.Second, l.DurationOrZero("NEG", time.Second))
+	require.ErrorContains(t, l.Err(), "NEG=")
+	l.Duration("ZERO", time.Second)
+	require.ErrorContains(t, l.Err(), "ZERO=", "Duration still refuses zero")
+}
+
 func TestLoaderDefaultsWhenUnsetOrBlank(t *testing.T) {
 	l := FromMap(map[string]string{"BLANK": "   "})
 	require.Equal(t, "d", l.String("BLANK", "d"))

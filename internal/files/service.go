@@ -84,6 +84,11 @@ type Options struct {
 	ReplicaConcurrency int
 	// PendingTouch is how often a running upload refreshes its PENDING row.
 	PendingTouch time.Duration
+	// PendingRecordDelay is how long an upload without an Idempotency-Key
+	// writes copies before it records its PENDING row
+	// (PENDING_RECORD_DELAY); one that finishes sooner writes its row once,
+	// at the end. 0 records every upload's row before its first copy.
+	PendingRecordDelay time.Duration
 	// Events receives what happened, for metrics; nil means none.
 	Events Events
 	// ChunkSize is the size of a chunk (CHUNK_SIZE): an upload larger than

@@ -150,15 +150,25 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 	return res, nil
 }
 
-// storeBlob records rec (its ID, name, content type and idempotency key set
-// by the caller) as a PENDING blob of sp's bytes, writes the copies in
-// parallel (each failing over down the preference list of rec's own id;
-// the primary is the first node in ring order that took one) and commits
-// the outcome: ACTIVE with replication-factor copies, DEGRADED with fewer
-// (and the reason), or nothing at all when no node took the bytes. A whole
-// file and a chunk are stored alike. A Conflict from recording the PENDING
-// row is returned as it is, for the idempotency check. With object set, the
-// outcome's commit moves the key it names to the file (commit).
+// storeBlob stores sp's bytes as the blob rec describes (its ID, name,
+// content type and idempotency key set by the caller): it writes the copies
+// in parallel (each failing over down the preference list of rec's own id;
+// the primary is the first node in ring order that took one) and commits the
+// outcome: ACTIVE with replication-factor copies, DEGRADED with fewer (and
+// the reason), or nothing at all when no node took the bytes. A whole file
+// and a chunk are stored alike. With object set, the outcome's commit moves
+// the key it names to the file (commit).
+//
+// While the copies are written the file is PENDING, so that a coordinator
+// crash leaves nothing the repair loop does not adopt or remove. A chunk and
+// an upload with an Idempotency-Key (whose row claims the key) record the
+// PENDING row before their first copy. Other uploads record it only if they
+// are still writing after PendingRecordDelay: most take milliseconds and
+// then make one metadata write, not two. A crash before
+// such an upload has any row leaves copies that no file lists, which the
+// anti-entropy sweep removes after its orphan grace (ARCHITECTURE.md,
+// "Crash windows"). A Conflict from recording the PENDING row is returned
+// as it is, for the idempotency check.
 func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spooled, object func(meta.File) meta.Object) (*uploadWrite, error) {
 	r := s.opt.Cluster.Ring()
 	if r.Len() == 0 {
@@ -174,8 +184,16 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 	for _, n := range plan {
 		rec.Replicas = append(rec.Replicas, meta.Replica{FileID: id, NodeID: n, Status: meta.ReplicaPending})
 	}
-	if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
-		return nil, err
+	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp}
+	if s.opt.PendingRecordDelay <= 0 || rec.IdempotencyKey != "" || rec.IsChunk() {
+		// The row's creation time is the upload's start, whenever it is
+		// written.
+		if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
+			return nil, err
+		}
+		w.recorded = true
+	} else {
+		rec.CreatedAt = time.Now()
 	}
 	// At the default level an upload logs one line, when it is done (and the
 	// access log one more): a line costs a write of its own, and small
@@ -187,14 +205,15 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 		s.log.Debug("upload started", "file", id, "name", rec.Name, "bytes", sp.size, "plan", plan)
 	}
 
-	stopTouch := s.keepAlive(ctx, id)
-	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp}
+	stopTouch := w.keepAlive(ctx)
 	w.run(ctx, candidates)
 	stopTouch()
 
 	if w.primary == "" {
-		if err := s.opt.Store.DeleteFile(ctx, id); err != nil {
-			s.log.Error("upload failed and its PENDING row could not be removed; the repair loop will discard it", "file", id, "err", err)
+		if w.recorded {
+			if err := s.opt.Store.DeleteFile(ctx, id); err != nil {
+				s.log.Error("upload failed and its PENDING row could not be removed; the repair loop will discard it", "file", id, "err", err)
+			}
 		}
 		s.log.Warn("upload failed: no storage node accepted the file", "file", id, "failures", w.reason())
 		return nil, errs.E(errs.Unavailable, "no storage node accepted the file (%s)", w.reason())
@@ -206,9 +225,10 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 	return w, nil
 }
 
-// commit writes the upload's outcome. With object set, the key it names
-// moves to the file in the same transaction. When that write fails (its
-// bucket was deleted while the bytes were uploading, most likely) the
+// commit writes the upload's outcome: the first row of an upload that has
+// none yet, else the update of its PENDING row. With object set, the key it
+// names moves to the file in the same transaction. When that write fails
+// (its bucket was deleted while the bytes were uploading, most likely) the
 // upload fails and the key keeps what it held: the file is committed
 // without the key and deleted at once through the file delete, which
 // removes its copies, as a file a key no longer holds is. Should that
@@ -216,6 +236,9 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 // upload's whose commit failed.
 func (w *uploadWrite) commit(ctx context.Context, object func(meta.File) meta.Object) error {
 	store := w.s.opt.Store
+	if !w.recorded {
+		return w.commitFirst(ctx, object)
+	}
 	if object == nil {
 		if err := store.UpdateFile(ctx, w.rec); err != nil {
 			return errs.Wrap(errs.KindOf(err), err, "commit upload %s", w.id)
@@ -238,6 +261,58 @@ func (w *uploadWrite) commit(ctx context.Context, object func(meta.File) meta.Ob
 	return err
 }
 
+// commitFirst writes the outcome of an upload that has no row: its only
+// metadata write, which with object set also moves the key it names to the
+// file. When the write fails (for an object, its bucket deleted while the
+// bytes were uploading, say), no file lists the copies just written, so
+// they are removed now; a copy that cannot be is an orphan the anti-entropy
+// sweep removes later. A PENDING row whose write failed with an unclear
+// outcome (keep) may exist after all: then the outcome is written over it.
+func (w *uploadWrite) commitFirst(ctx context.Context, object func(meta.File) meta.Object) error {
+	store := w.s.opt.Store
+	var o *meta.Object
+	if object != nil {
+		obj := object(w.rec.File)
+		o = &obj
+	}
+	write := func() (err error) {
+		if o == nil {
+			return store.CreateFile(ctx, w.rec)
+		}
+		w.replaced, err = store.CreateFileAndPutObject(ctx, w.rec, o)
+		return err
+	}
+	err := write()
+	if errs.Is(err, errs.Conflict) && w.tried {
+		var stored meta.FileRecord
+		if stored, err = store.GetFile(ctx, w.id); err == nil {
+			w.rec.Version = stored.Version
+			w.recorded = true
+			return w.commit(ctx, object)
+		}
+	}
+	if err == nil {
+		w.object = o
+		return nil
+	}
+	for _, r := range w.rec.Replicas {
+		if r.Status != meta.ReplicaActive {
+			continue
+		}
+		base, ok := w.s.opt.Cluster.BaseURL(r.NodeID)
+		if !ok {
+			continue
+		}
+		if derr := w.s.opt.Nodes.Delete(ctx, base, w.id); derr != nil {
+			w.s.log.Warn("could not remove a copy of an upload whose commit failed; the anti-entropy sweep will", "file", w.id, "node", r.NodeID, "err", derr)
+		}
+	}
+	if o != nil {
+		return err // the key's error, as the S3 API answers it
+	}
+	return errs.Wrap(errs.KindOf(err), err, "commit upload %s", w.id)
+}
+
 // replay answers a repeated Idempotency-Key with the first upload's result.
 func (s *Service) replay(ctx context.Context, key, sum string, size int64) (UploadResult, error) {
 	prev, err := s.opt.Store.FileByIdempotencyKey(ctx, key)
@@ -257,27 +332,58 @@ func (s *Service) replay(ctx context.Context, key, sum string, size int64) (Uplo
 	return res, nil
 }
 
-// keepAlive touches the PENDING row while the upload runs so the repair loop
-// can tell a live upload from one abandoned by a crashed coordinator.
-func (s *Service) keepAlive(ctx context.Context, id string) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+// keepAlive keeps the upload's PENDING row while its copies are written, so
+// the repair loop can tell a live upload from one abandoned by a crashed
+// coordinator: it records the row after PendingRecordDelay if the upload has
+// none yet, and touches it every PendingTouch after that. stop returns once
+// no write of the row is under way, so the upload's commit knows whether the
+// row exists.
+func (w *uploadWrite) keepAlive(ctx context.Context) (stop func()) {
+	s := w.s
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(s.opt.PendingTouch)
+		wait := s.opt.PendingTouch
+		if !w.recorded {
+			wait = s.opt.PendingRecordDelay
+		}
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		for {
 			select {
+			case <-quit:
+				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := s.opt.Store.TouchFile(ctx, id); err != nil && ctx.Err() == nil {
-					s.log.Warn("could not refresh a running upload", "file", id, "err", err)
-				}
 			}
+			// The row's writes use the upload's context, not one that
+			// stop cancels, so their outcome is known when stop returns.
+			if err := w.keep(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("could not record a running upload", "file", w.id, "err", err)
+			}
+			t.Reset(s.opt.PendingTouch)
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() { close(quit); <-done }
+}
+
+// keep records the upload's PENDING row, with every copy planned so far,
+// or touches it once it exists.
+func (w *uploadWrite) keep(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.recorded {
+		return w.s.opt.Store.TouchFile(ctx, w.id)
+	}
+	// The store changes rec only when the write succeeds.
+	w.tried = true
+	if err := w.s.opt.Store.CreateFile(ctx, w.rec); err != nil {
+		return err
+	}
+	w.recorded = true
+	w.s.log.Debug("slow upload recorded as PENDING", "file", w.id, "copies_planned", len(w.rec.Replicas))
+	return nil
 }
 
 // uploadWrite is the state of one upload's node writes.
@@ -285,8 +391,12 @@ type uploadWrite struct {
 	s   *Service
 	sp  *spooled
 	id  string     // the file's id, read by writers without the lock
-	mu  sync.Mutex // guards rec (the store rewrites it on update), results and next while replica writers run
+	mu  sync.Mutex // guards rec (the store rewrites it on update), results, next, recorded and tried while replica writers run
 	rec *meta.FileRecord
+	// recorded says the file's PENDING row exists; tried, that keep
+	// attempted to write it (an attempt that failed may still have
+	// landed).
+	recorded, tried bool
 
 	primary string
 	results []writeResult
@@ -389,6 +499,9 @@ func (w *uploadWrite) plan(ctx context.Context, n string) error {
 		return nil
 	}
 	w.rec.Replicas = append(w.rec.Replicas, meta.Replica{FileID: w.id, NodeID: n, Status: meta.ReplicaPending})
+	if !w.recorded {
+		return nil // the row, when it is written, lists the node
+	}
 	if err := w.s.opt.Store.UpdateFile(ctx, w.rec); err != nil {
 		w.rec.Replicas = w.rec.Replicas[:len(w.rec.Replicas)-1]
 		return errs.Wrap(errs.KindOf(err), err, "record planned copy on %s", n)

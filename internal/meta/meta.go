@@ -223,6 +223,12 @@ type Store interface {
 	// with errs.CodeBucketNotFound when the bucket is absent); with either,
 	// rec and the key are left as they were.
 	UpdateFileAndPutObject(ctx context.Context, rec *FileRecord, o *Object) (replaced string, err error)
+	// CreateFileAndPutObject is CreateFile of rec and Namespace.PutObject
+	// of o in one transaction, for an upload whose final write is its
+	// first: both happen or neither does. It returns what
+	// UpdateFileAndPutObject returns; its errors are CreateFile's and
+	// PutObject's, and with either, rec and the key are left as they were.
+	CreateFileAndPutObject(ctx context.Context, rec *FileRecord, o *Object) (replaced string, err error)
 	// TouchFile sets a file's UpdatedAt to now without changing its version, so
 	// a long upload shows it is alive.
 	TouchFile(ctx context.Context, id string) error

@@ -247,6 +247,14 @@ func (s *CachedStore) UpdateFileAndPutObject(ctx context.Context, rec *meta.File
 	return replaced, err
 }
 
+// CreateFileAndPutObject creates the file and moves a key to it, then
+// drops any record cached under the file's ID, as CreateFile does.
+func (s *CachedStore) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	replaced, err := s.Store.CreateFileAndPutObject(ctx, rec, o)
+	s.invalidate(ctx, rec.ID)
+	return replaced, err
+}
+
 // TouchFile touches the file, then drops its cached record (UpdatedAt changed).
 func (s *CachedStore) TouchFile(ctx context.Context, id string) error {
 	err := s.Store.TouchFile(ctx, id)

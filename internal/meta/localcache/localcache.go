@@ -237,6 +237,14 @@ func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord
 	return replaced, w.finish(rec, err)
 }
 
+// CreateFileAndPutObject implements meta.Store: for the file record it is
+// CreateFile. The object row is Objects' to drop (WatchFiles).
+func (s *Store) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	w := s.begin(rec.ID)
+	replaced, err := s.Store.CreateFileAndPutObject(ctx, rec, o)
+	return replaced, w.finish(rec, err)
+}
+
 // TouchFile implements meta.Store. The time it stores is not returned, so
 // the record is dropped, not kept.
 func (s *Store) TouchFile(ctx context.Context, id string) error {

@@ -122,7 +122,8 @@ func (c *Objects) DeleteBucket(ctx context.Context, name string) error {
 
 // WatchFiles returns store with its DeleteFile made to drop the rows that
 // name the file, whose rows the store deletes with it, and its
-// UpdateFileAndPutObject the row of the key it moves.
+// UpdateFileAndPutObject and CreateFileAndPutObject the row of the key it
+// moves.
 func (c *Objects) WatchFiles(store meta.Store) meta.Store {
 	return &fileDeletes{Store: store, c: c}
 }
@@ -150,6 +151,14 @@ func (f *fileDeletes) UpdateFileAndPutObject(ctx context.Context, rec *meta.File
 	f.c.invalidateKey(k)
 	defer f.c.invalidateKey(k)
 	return f.Store.UpdateFileAndPutObject(ctx, rec, o)
+}
+
+// CreateFileAndPutObject implements meta.Store, as UpdateFileAndPutObject.
+func (f *fileDeletes) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	k := objectKey{o.Bucket, o.Key}
+	f.c.invalidateKey(k)
+	defer f.c.invalidateKey(k)
+	return f.Store.CreateFileAndPutObject(ctx, rec, o)
 }
 
 func (c *Objects) invalidateKey(k objectKey) {

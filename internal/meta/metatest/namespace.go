@@ -33,6 +33,7 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"ConcurrentPutsEachLearnTheReplaced", testConcurrentPuts},
 		{"FinalWriteMovesTheKey", testFinalWriteMovesTheKey},
 		{"FinalWriteIsAllOrNothing", testFinalWriteIsAllOrNothing},
+		{"FirstWriteCreatesTheFileAndMovesTheKey", testFirstWriteMovesTheKey},
 		{"ConcurrentFinalWritesEachLearnTheReplaced", testConcurrentFinalWrites},
 		{"ObjectValidation", testObjectValidation},
 		{"ObjectFollowsItsFile", testObjectFollowsItsFile},
@@ -273,6 +274,68 @@ func testFinalWriteMovesTheKey(t *testing.T, s NamespaceStore) {
 	replaced, err = s.UpdateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, ETag: "e"})
 	require.NoError(t, err)
 	require.Empty(t, replaced, "pointing a key at the file it holds replaces nothing")
+}
+
+// testFirstWriteMovesTheKey commits uploads that have no row yet with
+// their keys (CreateFileAndPutObject): the file and its key appear
+// together, the caller learns the file the key held, and a write that
+// fails in either part leaves neither.
+func testFirstWriteMovesTheKey(t *testing.T, s NamespaceStore) {
+	ctx := ctxT(t)
+	newBucket(t, s, "b")
+	old, _ := putObject(t, s, "b", "k")
+	fresh := func() *meta.FileRecord {
+		rec := newFile(1, map[string]meta.ReplicaStatus{"node-1": meta.ReplicaActive})
+		rec.Status, rec.StatusReason, rec.PrimaryNodeID = meta.FileDegraded, "1 of 3 copies written", "node-1"
+		return rec
+	}
+
+	rec := fresh()
+	o := meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, SizeBytes: rec.SizeBytes, ETag: "new",
+		ContentType: "text/plain", Headers: map[string]string{"x-amz-meta-k": "v2"}}
+	replaced, err := s.CreateFileAndPutObject(ctx, rec, &o)
+	require.NoError(t, err)
+	require.Equal(t, old.FileID, replaced, "the caller learns which file to delete")
+	require.EqualValues(t, 1, rec.Version, "rec takes the stored version")
+	require.NotZero(t, rec.Replicas[0].ID, "rec takes the copies' ids")
+	got, err := s.GetObject(ctx, "b", "k")
+	require.NoError(t, err)
+	require.Equal(t, o, got, "the object reads back as written")
+	stored, err := s.GetFile(ctx, rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, meta.FileDegraded, stored.Status)
+	require.Equal(t, rec.Replicas, stored.Replicas)
+
+	for name, write := range map[string]func(rec *meta.FileRecord) error{
+		"bucket gone": func(rec *meta.FileRecord) error {
+			_, err := s.CreateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "gone", Key: "k", FileID: rec.ID, ETag: "e"})
+			requireKind(t, err, errs.NotFound)
+			require.Equal(t, errs.CodeBucketNotFound, errs.CodeOf(err))
+			return err
+		},
+		"invalid key": func(rec *meta.FileRecord) error {
+			_, err := s.CreateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "a\xffb", FileID: rec.ID, ETag: "e"})
+			requireKind(t, err, errs.Invalid)
+			return err
+		},
+		"file exists": func(*meta.FileRecord) error {
+			again := fresh()
+			again.ID = stored.ID
+			_, err := s.CreateFileAndPutObject(ctx, again, &meta.Object{Bucket: "b", Key: "k", FileID: again.ID, ETag: "e"})
+			requireKind(t, err, errs.Conflict)
+			return err
+		},
+	} {
+		rec := fresh()
+		before := *rec
+		require.Error(t, write(rec), name)
+		require.Equal(t, before.Version, rec.Version, "%s: rec is left as it was", name)
+		_, err := s.GetFile(ctx, rec.ID)
+		requireKind(t, err, errs.NotFound)
+		got, err := s.GetObject(ctx, "b", "k")
+		require.NoError(t, err)
+		require.Equal(t, o.FileID, got.FileID, "%s: the key keeps its file", name)
+	}
 }
 
 // testFinalWriteIsAllOrNothing fails the write in each of its parts: the

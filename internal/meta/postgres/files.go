@@ -113,34 +113,54 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	if err := rules.CheckFile(rec); err != nil {
 		return err
 	}
-	c := rules.CloneRecord(rec)
-	t := rules.Now()
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = t
-	}
-	if c.UpdatedAt.IsZero() {
-		c.UpdatedAt = t
-	}
-	c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), rules.Time(c.UpdatedAt)
-	c.Version = 1
+	c := rules.NewRecord(rec)
 	err := s.tx(ctx, "create file "+c.ID, func(ctx context.Context, tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		insertFile(b, &c)
-		for i := range c.Replicas {
-			r := &c.Replicas[i]
-			r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
-			insertReplica(b, r)
-		}
-		return tx.SendBatch(ctx, b).Close()
+		return tx.SendBatch(ctx, insertRecord(&c)).Close()
 	})
-	if errs.Is(err, errs.Conflict) {
-		return errs.Wrap(errs.Conflict, err, "file %s or its idempotency key already exists", c.ID)
-	}
 	if err != nil {
-		return err
+		return rules.CreateFailed(c.ID, err)
 	}
 	*rec = c
 	return nil
+}
+
+// CreateFileAndPutObject is CreateFile of rec and PutObject of o in one
+// transaction.
+func (s *Store) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	if err := rules.CheckFile(rec); err != nil {
+		return "", err
+	}
+	if err := prepareObject(o); err != nil {
+		return "", err
+	}
+	c := rules.NewRecord(rec)
+	var replaced string
+	err := s.tx(ctx, "create file "+c.ID+" and put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, insertRecord(&c)).Close(); err != nil {
+			return err
+		}
+		var err error
+		replaced, err = putObject(ctx, tx, o)
+		return err
+	})
+	if err != nil {
+		return "", rules.CreateFailed(c.ID, err)
+	}
+	*rec = c
+	return replaced, nil
+}
+
+// insertRecord is the batch of CreateFile's inserts; running it fills in
+// c's replica ids.
+func insertRecord(c *meta.FileRecord) *pgx.Batch {
+	b := &pgx.Batch{}
+	insertFile(b, c)
+	for i := range c.Replicas {
+		r := &c.Replicas[i]
+		r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
+		insertReplica(b, r)
+	}
+	return b
 }
 
 // insertFile queues the insert of c's file row.

@@ -151,43 +151,64 @@ func (s *Store) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	if err := rules.CheckFile(rec); err != nil {
 		return err
 	}
-	c := rules.CloneRecord(rec)
-	t := rules.Now()
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = t
-	}
-	if c.UpdatedAt.IsZero() {
-		c.UpdatedAt = t
-	}
-	c.CreatedAt, c.UpdatedAt = rules.Time(c.CreatedAt), rules.Time(c.UpdatedAt)
-	c.Version = 1
+	c := rules.NewRecord(rec)
 	err := s.writeTx(ctx, "create file "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := s.ws.exec(ctx, tx, sqlInsertFile,
-			c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
-			c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
-			c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount, c.ActiveCopies(),
-		); err != nil {
-			return err
-		}
-		for i := range c.Replicas {
-			r := &c.Replicas[i]
-			r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
-			if err := insertReplica(ctx, s.ws, tx, r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertRecord(ctx, tx, &c)
 	})
-	if errs.Is(err, errs.Conflict) {
-		return errs.Wrap(errs.Conflict, err, "file %s or its idempotency key already exists", c.ID)
-	}
 	if err != nil {
-		return err
+		return rules.CreateFailed(c.ID, err)
 	}
 	// fn filled in c (versions, replica ids); rec takes it only now that the
 	// COMMIT has succeeded, so a failed write, even one whose batch failed
 	// to commit after fn ran, leaves rec as it was.
 	*rec = c
+	return nil
+}
+
+// CreateFileAndPutObject is CreateFile of rec and PutObject of o in one
+// write transaction.
+func (s *Store) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord, o *meta.Object) (string, error) {
+	if err := rules.CheckFile(rec); err != nil {
+		return "", err
+	}
+	headers, err := prepareObject(o)
+	if err != nil {
+		return "", err
+	}
+	c := rules.NewRecord(rec)
+	var replaced string
+	err = s.writeTx(ctx, "create file "+c.ID+" and put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.insertRecord(ctx, tx, &c); err != nil {
+			return err
+		}
+		var err error
+		replaced, err = s.putObject(ctx, tx, o, headers)
+		return err
+	})
+	if err != nil {
+		return "", rules.CreateFailed(c.ID, err)
+	}
+	*rec = c
+	return replaced, nil
+}
+
+// insertRecord is CreateFile's write, inside tx: it fills in c's replica
+// ids and times.
+func (s *Store) insertRecord(ctx context.Context, tx *sql.Tx, c *meta.FileRecord) error {
+	if _, err := s.ws.exec(ctx, tx, sqlInsertFile,
+		c.ID, c.Name, c.ContentType, c.SizeBytes, c.Checksum, string(c.Status), c.StatusReason,
+		c.PrimaryNodeID, c.ReplicationFactor, c.RingPosition, c.IdempotencyKey, micros(c.CreatedAt), micros(c.UpdatedAt),
+		c.Chunk.ParentID, c.Chunk.Part, c.Chunk.Index, c.Chunk.Offset, c.ChunkCount, c.ActiveCopies(),
+	); err != nil {
+		return err
+	}
+	for i := range c.Replicas {
+		r := &c.Replicas[i]
+		r.CreatedAt, r.UpdatedAt, r.Version = c.UpdatedAt, c.UpdatedAt, 1
+		if err := insertReplica(ctx, s.ws, tx, r); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -371,3 +371,28 @@ func Intervals(ranges []meta.PositionRange) ([]Interval, error) {
 	}
 	return merged, nil
 }
+
+// NewRecord is a copy of rec as CreateFile stores it: version 1, its times
+// (now, unless given) in the stores' precision.
+func NewRecord(rec *meta.FileRecord) meta.FileRecord {
+	c := CloneRecord(rec)
+	t := Now()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = t
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = t
+	}
+	c.CreatedAt, c.UpdatedAt = Time(c.CreatedAt), Time(c.UpdatedAt)
+	c.Version = 1
+	return c
+}
+
+// CreateFailed says what a Conflict from inserting file id means; other
+// errors it returns as they are.
+func CreateFailed(id string, err error) error {
+	if errs.Is(err, errs.Conflict) {
+		return errs.Wrap(errs.Conflict, err, "file %s or its idempotency key already exists", id)
+	}
+	return err
+}
