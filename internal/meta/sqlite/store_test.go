@@ -358,37 +358,52 @@ func BenchmarkParallelCreateFile(b *testing.B) {
 	reportCommits(b, s, before, cpu)
 }
 
-// BenchmarkParallelUpload is the metadata side of 32 concurrent uploads:
-// each op creates a PENDING file with three copies, then updates it to
-// ACTIVE, the two writes an upload makes.
+// BenchmarkParallelUpload is the metadata side of 32 concurrent uploads of
+// three copies each: "recorded-first" creates a PENDING file, then updates
+// it to ACTIVE (an upload with an Idempotency-Key, or any upload with
+// PENDING_RECORD_DELAY=0); "one-write" creates the ACTIVE file at once (an
+// upload that finished within the delay).
 func BenchmarkParallelUpload(b *testing.B) {
-	s := openTest(b)
-	ctx := context.Background()
 	nodes := []string{"node-1", "node-2", "node-3"}
-	for _, id := range nodes {
-		require.NoError(b, s.CreateNode(ctx, &meta.Node{ID: id, Host: "h", Port: 1, Status: meta.NodeHealthy}))
-	}
-	before, cpu := countsOf(s), processCPU()
-	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			rec := &meta.FileRecord{File: meta.File{ID: uuid.NewString(), Name: "f", Status: meta.FilePending, ReplicationFactor: 3}}
-			for _, n := range nodes {
-				rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: meta.ReplicaPending})
-			}
-			if err := s.CreateFile(ctx, rec); err != nil {
-				b.Error(err)
-				return
-			}
-			rec.Status, rec.PrimaryNodeID = meta.FileActive, nodes[0]
-			for i := range rec.Replicas {
-				rec.Replicas[i].Status = meta.ReplicaActive
-			}
-			if err := s.UpdateFile(ctx, rec); err != nil {
-				b.Error(err)
-				return
-			}
+	upload := func(ctx context.Context, s *Store, first bool) error {
+		rec := &meta.FileRecord{File: meta.File{ID: uuid.NewString(), Name: "f", Status: meta.FileActive, ReplicationFactor: 3, PrimaryNodeID: nodes[0]}}
+		status := meta.ReplicaActive
+		if first {
+			rec.Status, rec.PrimaryNodeID, status = meta.FilePending, "", meta.ReplicaPending
 		}
-	})
-	reportCommits(b, s, before, cpu)
+		for _, n := range nodes {
+			rec.Replicas = append(rec.Replicas, meta.Replica{NodeID: n, Status: status})
+		}
+		if err := s.CreateFile(ctx, rec); err != nil || !first {
+			return err
+		}
+		rec.Status, rec.PrimaryNodeID = meta.FileActive, nodes[0]
+		for i := range rec.Replicas {
+			rec.Replicas[i].Status = meta.ReplicaActive
+		}
+		return s.UpdateFile(ctx, rec)
+	}
+	for _, bc := range []struct {
+		name  string
+		first bool
+	}{{"recorded-first", true}, {"one-write", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := openTest(b)
+			ctx := context.Background()
+			for _, id := range nodes {
+				require.NoError(b, s.CreateNode(ctx, &meta.Node{ID: id, Host: "h", Port: 1, Status: meta.NodeHealthy}))
+			}
+			before, cpu := countsOf(s), processCPU()
+			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := upload(ctx, s, bc.first); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			reportCommits(b, s, before, cpu)
+		})
+	}
 }
