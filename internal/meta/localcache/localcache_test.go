@@ -182,7 +182,7 @@ func TestZeroEntriesIsNoCache(t *testing.T) {
 // changes file records (Store must override it and drop what it cached, and
 // FileWritesAreReadBack in metatest must cover it) or passes through.
 func TestEveryStoreMethodIsDecided(t *testing.T) {
-	cached := []string{"GetFile", "CreateFile", "UpdateFile", "UpdateFileAndPutObject", "TouchFile", "DeleteFile", "MarkNodeCopiesLost",
+	cached := []string{"GetFile", "CreateFile", "UpdateFile", "UpdateFileAndPutObject", "CreateFileAndPutObject", "TouchFile", "DeleteFile", "MarkNodeCopiesLost",
 		"FinishPart", "CompleteSession", "DeleteSession"}
 	passThrough := []string{
 		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",

@@ -8,12 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/metatest"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
+	"github.com/dfs-project/dfs/internal/ring"
 )
 
 // cachedNamespace is the embedded store as the coordinator wires it: file
@@ -125,6 +127,21 @@ var changes = []change{
 		rec.StatusReason = "committed with its key"
 		_, err := s.UpdateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, SizeBytes: 1, ETag: "three"})
 		require.NoError(t, err)
+		return rec.ID
+	}},
+	{"key moved by an upload's first and only write", func(t *testing.T, s cachedNamespace, _ meta.Object) string {
+		ctx := context.Background()
+		id := uuid.NewString()
+		rec := &meta.FileRecord{File: meta.File{
+			ID: id, Name: "f", ContentType: "application/octet-stream", SizeBytes: 1,
+			Checksum: "0000000000000000000000000000000000000000000000000000000000000000",
+			Status:   meta.FileActive, PrimaryNodeID: "n1", ReplicationFactor: 1, RingPosition: ring.Position(id),
+		}, Replicas: []meta.Replica{{FileID: id, NodeID: "n1", Status: meta.ReplicaActive}}}
+		_, err := s.CreateFileAndPutObject(ctx, rec, &meta.Object{Bucket: "b", Key: "k", FileID: rec.ID, SizeBytes: 1, ETag: "four"})
+		require.NoError(t, err)
+		got, err := s.GetFile(ctx, rec.ID)
+		require.NoError(t, err)
+		require.Equal(t, *rec, got, "the file's record reads back as created")
 		return rec.ID
 	}},
 	{"deleted key", func(t *testing.T, s cachedNamespace, _ meta.Object) string {
