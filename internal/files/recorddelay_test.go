@@ -20,6 +20,9 @@ type writeLog struct {
 	mu         sync.Mutex
 	writes     []string // "create PENDING", "update ACTIVE", …
 	failCreate error
+	// unclear makes the next CreateFile store the row and still fail, as
+	// a commit whose answer was lost does.
+	unclear bool
 }
 
 func (w *writeLog) note(op string, rec *meta.FileRecord) {
@@ -31,10 +34,18 @@ func (w *writeLog) note(op string, rec *meta.FileRecord) {
 func (w *writeLog) CreateFile(ctx context.Context, rec *meta.FileRecord) error {
 	w.note("create", rec)
 	w.mu.Lock()
-	fail := w.failCreate
+	fail, unclear := w.failCreate, w.unclear
+	w.unclear = false
 	w.mu.Unlock()
 	if fail != nil {
 		return fail
+	}
+	if unclear {
+		stored := *rec
+		if err := w.Store.CreateFile(ctx, &stored); err != nil {
+			return err
+		}
+		return errs.E(errs.Unavailable, "the answer to the commit was lost")
 	}
 	return w.Store.CreateFile(ctx, rec)
 }
@@ -168,4 +179,35 @@ func TestFailedFirstCommitRemovesTheCopies(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, list, "node %s keeps a copy no file lists", id)
 	}
+}
+
+// A PENDING row whose write seemed to fail but landed is found by the
+// upload's commit, which then updates it rather than failing on the
+// existing id.
+func TestAnUnclearPendingWriteIsUpdatedByTheCommit(t *testing.T) {
+	ids := []string{"A", "B", "C"}
+	nodes := newGateNodes(ids...)
+	s, wl := newLoggedService(t, nodes, ids, func(o *Options) {
+		o.PendingRecordDelay = 10 * time.Millisecond
+		o.PendingTouch = time.Hour
+	})
+	wl.unclear = true
+	nodes.gate = make(chan struct{})
+	var res UploadResult
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		res, err = s.Upload(context.Background(), UploadRequest{FileName: "f", Body: strings.NewReader("held")})
+		done <- err
+	}()
+	<-nodes.started
+	require.Eventually(t, func() bool { return len(wl.log()) == 1 }, 5*time.Second, 5*time.Millisecond, "the PENDING row is attempted")
+	close(nodes.gate)
+	require.NoError(t, <-done)
+	require.Equal(t, meta.FileActive, res.Status)
+	require.Equal(t, []string{"create PENDING", "create ACTIVE", "update ACTIVE"}, wl.log())
+	rec, err := wl.GetFile(context.Background(), res.FileID)
+	require.NoError(t, err)
+	require.Equal(t, meta.FileActive, rec.Status)
+	require.ElementsMatch(t, ids, activeOf(rec))
 }

@@ -167,7 +167,7 @@ func (s *Service) Upload(ctx context.Context, req UploadRequest) (UploadResult, 
 // then make one metadata write, not two. A crash before
 // such an upload has any row leaves copies that no file lists, which the
 // anti-entropy sweep removes after its orphan grace (ARCHITECTURE.md,
-// "Crash windows"). A Conflict from recording the PENDING row is returned
+// "Upload"). A Conflict from recording the PENDING row is returned
 // as it is, for the idempotency check.
 func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spooled, object func(meta.File) meta.Object) (*uploadWrite, error) {
 	r := s.opt.Cluster.Ring()
@@ -186,13 +186,13 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 	}
 	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp}
 	if s.opt.PendingRecordDelay <= 0 || rec.IdempotencyKey != "" || rec.IsChunk() {
-		// The row's creation time is the upload's start, whenever it is
-		// written.
 		if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
 			return nil, err
 		}
 		w.recorded = true
 	} else {
+		// The file's creation time is the upload's start, whenever its
+		// row is written.
 		rec.CreatedAt = time.Now()
 	}
 	// At the default level an upload logs one line, when it is done (and the
@@ -267,7 +267,8 @@ func (w *uploadWrite) commit(ctx context.Context, object func(meta.File) meta.Ob
 // bytes were uploading, say), no file lists the copies just written, so
 // they are removed now; a copy that cannot be is an orphan the anti-entropy
 // sweep removes later. A PENDING row whose write failed with an unclear
-// outcome (keep) may exist after all: then the outcome is written over it.
+// outcome (keep) may exist after all: then the outcome is written over it,
+// and should that fail too, the row is left to the repair loop.
 func (w *uploadWrite) commitFirst(ctx context.Context, object func(meta.File) meta.Object) error {
 	store := w.s.opt.Store
 	var o *meta.Object
@@ -284,11 +285,17 @@ func (w *uploadWrite) commitFirst(ctx context.Context, object func(meta.File) me
 	}
 	err := write()
 	if errs.Is(err, errs.Conflict) && w.tried {
-		var stored meta.FileRecord
-		if stored, err = store.GetFile(ctx, w.id); err == nil {
+		stored, gerr := store.GetFile(ctx, w.id)
+		if gerr == nil {
 			w.rec.Version = stored.Version
-			w.recorded = true
-			return w.commit(ctx, object)
+			if o == nil {
+				err = store.UpdateFile(ctx, w.rec)
+			} else {
+				w.replaced, err = store.UpdateFileAndPutObject(ctx, w.rec, o)
+			}
+			if err != nil {
+				return errs.Wrap(errs.KindOf(err), err, "commit upload %s", w.id)
+			}
 		}
 	}
 	if err == nil {
