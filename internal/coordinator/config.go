@@ -182,8 +182,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	if c.AntiEntropyInterval <= 0 {
 		problems = append(problems, fmt.Errorf("ANTI_ENTROPY_INTERVAL=%s: must be positive", c.AntiEntropyInterval))
 	}
-	// A row recorded after the PENDING row's own timeout would let the
-	// repair loop take a live upload for an abandoned one.
+	// An upload's copies wait up to the delay for their PENDING row: below
+	// PENDING_UPLOAD_TIMEOUT, which the orphan grace must reach (below), the
+	// sweep never removes a copy whose row is still to come.
 	if c.PendingRecordDelay >= c.PendingUploadTimeout {
 		problems = append(problems, fmt.Errorf("PENDING_RECORD_DELAY=%s: must be less than PENDING_UPLOAD_TIMEOUT (%s)",
 			c.PendingRecordDelay, c.PendingUploadTimeout))
