@@ -157,7 +157,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	store := a.store
 
 	a.transport = nodeclient.NewTransport()
-	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken, Transport: a.transport, StallTimeout: cfg.NodeStallTimeout})
+	nodes := nodeclient.New(nodeclient.Options{Token: cfg.ClusterToken, Transport: a.transport, StallTimeout: cfg.NodeStallTimeout,
+		BatchMax: cfg.NodeBatchMax, BatchInflight: cfg.NodeBatchInflight})
 	a.members, err = membership.New(membership.Options{
 		Store: store, Prober: nodes, VNodes: cfg.VirtualNodes,
 		FailureThreshold: cfg.HealthFailureThreshold, SuccessThreshold: cfg.HealthSuccessThreshold,

@@ -12,6 +12,7 @@ import (
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // Config is every setting of the coordinator. LoadConfig documents the
@@ -43,6 +44,8 @@ type Config struct {
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
 	NodeStallTimeout            time.Duration // NODE_STALL_TIMEOUT: a node transfer that makes no progress this long fails
+	NodeBatchMax                int           // NODE_BATCH_MAX: small copies (up to 32 KiB) one write request to a node carries (1: one each)
+	NodeBatchInflight           int           // NODE_BATCH_INFLIGHT: batched write requests running to one node at once
 	ContentCacheSize            int64         // CONTENT_CACHE_SIZE: memory for verified bytes of small files (0: off)
 	ContentCacheMaxFile         int64         // CONTENT_CACHE_MAX_FILE: the largest file the content cache keeps
 	RebalanceParallelism        int           // REBALANCE_PARALLELISM: files one rebalance run reconciles at once
@@ -104,6 +107,8 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
 		NodeStallTimeout:            l.Duration("NODE_STALL_TIMEOUT", nodeclient.DefaultStallTimeout),
+		NodeBatchMax:                l.Int("NODE_BATCH_MAX", nodeclient.DefaultBatchMax, 1, wire.MaxBatchItems),
+		NodeBatchInflight:           l.Int("NODE_BATCH_INFLIGHT", nodeclient.DefaultBatchInflight, 1, 64),
 		ContentCacheSize:            l.Size("CONTENT_CACHE_SIZE", 0),
 		ContentCacheMaxFile:         l.Size("CONTENT_CACHE_MAX_FILE", 64<<10),
 		RebalanceParallelism:        l.Int("REBALANCE_PARALLELISM", rebalance.DefaultParallelism, 1, 1024),

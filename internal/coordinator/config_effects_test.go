@@ -22,6 +22,8 @@ import (
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // Each test here shows the effect of one configuration variable that the
@@ -470,4 +472,46 @@ func TestAntiEntropyRatePacesThePass(t *testing.T) {
 		st, err := h.app.sweeper.LoadState(ctx)
 		return err == nil && st.Cursor != ""
 	}, 20*time.Second, 20*time.Millisecond, "the pass records its place between pages")
+}
+
+// Small copies reach the nodes in batch requests by default; NODE_BATCH_MAX=1
+// sends each in a PUT of its own. (NODE_BATCH_INFLIGHT's effect, the
+// gathering of the copies that wait, is shown in package nodeclient.)
+func TestNodeBatchMaxDecidesHowSmallCopiesTravel(t *testing.T) {
+	requests := func(n *nodetest.Node, route, method string) float64 {
+		mfs, err := n.Registry.Gather()
+		require.NoError(t, err)
+		total := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() != "dfs_node_http_requests_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["route"] == route && labels["method"] == method {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return total
+	}
+	for _, tc := range []struct {
+		env                   map[string]string
+		wantBatches, wantPuts float64
+	}{
+		{nil, 1, 0},
+		{map[string]string{"NODE_BATCH_MAX": "1"}, 0, 1},
+	} {
+		h := newHarness(t, "sqlite", 3, tc.env)
+		res := h.upload("f", []byte("a small file"))
+		require.Equal(t, "ACTIVE", res.Status)
+		for id, n := range h.nodes {
+			require.Equal(t, tc.wantBatches, requests(n, wire.PathBlobBatch, http.MethodPost), "%s %v", id, tc.env)
+			require.Equal(t, tc.wantPuts, requests(n, wire.PathBlobs+"/{id}", http.MethodPut), "%s %v", id, tc.env)
+		}
+		require.Equal(t, []byte("a small file"), h.get("/api/files/"+res.FileID).body)
+	}
 }

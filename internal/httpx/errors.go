@@ -34,14 +34,21 @@ func StatusOf(err error) (int, string) {
 
 // WriteError answers r with err in the common error shape.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := StatusOf(err)
-	msg := err.Error()
+	status, code, msg := Answer(err)
+	WriteErrorCode(w, r, status, code, msg)
+}
+
+// Answer is what WriteError answers for err: its status and code (StatusOf)
+// and the message shown to the caller.
+func Answer(err error) (status int, code, msg string) {
+	status, code = StatusOf(err)
+	msg = err.Error()
 	var e *errs.Error
 	if status == http.StatusInternalServerError && !errors.As(err, &e) {
 		// Unclassified causes may carry internal detail; keep the answer generic.
 		msg = "internal error"
 	}
-	WriteErrorCode(w, r, status, code, msg)
+	return status, code, msg
 }
 
 // WriteErrorCode answers r with an explicit status, code and message.

@@ -157,7 +157,8 @@ func TestStreamsOutliveTheTimeout(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := nodeclient.New(nodeclient.Options{Timeout: 2 * pause, VerifyTimeout: 2 * pause})
+	// The server answers PUTs only.
+	c := nodeclient.New(nodeclient.Options{Timeout: 2 * pause, VerifyTimeout: 2 * pause, BatchMax: 1})
 	ctx := context.Background()
 
 	obj, err := c.Get(ctx, srv.URL, "abcd", nil)

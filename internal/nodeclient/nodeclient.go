@@ -99,6 +99,14 @@ type Options struct {
 	// Transport carries the calls; nil uses NewTransport(). Share one
 	// transport so connections to a node are reused.
 	Transport *http.Transport
+	// BatchMax is the most small blobs (up to 32 KiB) one batched write
+	// request to a node carries (batch.go); 1 sends each in a request of its
+	// own. Default DefaultBatchMax; at most wire.MaxBatchItems.
+	BatchMax int
+	// BatchInflight is how many batched write requests may run to one node
+	// at once; the blobs that arrive meanwhile wait for the next. Default
+	// DefaultBatchInflight.
+	BatchInflight int
 }
 
 // Client calls storage nodes. It is safe for concurrent use.
@@ -108,6 +116,11 @@ type Client struct {
 	timeout       time.Duration
 	verifyTimeout time.Duration
 	stallTimeout  time.Duration
+	batchMax      int
+	batchInflight int
+
+	batchersMu sync.Mutex
+	batchers   map[string]*batcher
 }
 
 // NewTransport returns a transport tuned for many concurrent calls to a
@@ -140,12 +153,21 @@ func New(opts Options) *Client {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
 	}
+	if opts.BatchMax == 0 {
+		opts.BatchMax = DefaultBatchMax
+	}
+	if opts.BatchInflight <= 0 {
+		opts.BatchInflight = DefaultBatchInflight
+	}
 	return &Client{
 		hc:            &http.Client{Transport: opts.Transport},
 		token:         opts.Token,
 		timeout:       opts.Timeout,
 		verifyTimeout: opts.VerifyTimeout,
 		stallTimeout:  opts.StallTimeout,
+		batchMax:      min(opts.BatchMax, wire.MaxBatchItems),
+		batchInflight: opts.BatchInflight,
+		batchers:      map[string]*batcher{},
 	}
 }
 
@@ -321,6 +343,17 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 		k.header.Set("Expect", "100-continue")
 	}
 
+	if size > 0 && size <= bufferedPutMax {
+		data, err := readBody(body, size)
+		if err != nil {
+			return wire.BlobInfo{}, false, unreachable(ctx, k, err)
+		}
+		if c.batchable(id, checksum, size) {
+			return c.batcher(node).put(ctx, k, wire.BatchItem{ID: id, RequestID: RequestIDFrom(ctx), Checksum: checksum, Data: data})
+		}
+		return c.putBuffered(ctx, k, data)
+	}
+
 	// The answer may rightly take a while after the body is sent (the node
 	// hashes and syncs it), but not forever: the wait starts when the body
 	// ends.
@@ -328,19 +361,6 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	defer cancel(nil)
 	wait := &answerTimer{d: c.answerWait(size), fire: func() { cancel(errAnswerTimeout) }}
 	defer wait.stop()
-	if size > 0 && size <= bufferedPutMax {
-		data, err := readBody(body, size)
-		if err != nil {
-			return wire.BlobInfo{}, false, unreachable(callCtx, k, err)
-		}
-		// The body is in memory and is this call's own: sending it never
-		// waits on the source, a node that takes neither it nor answers runs
-		// into the answer's timer, and the transport may hold it as long as
-		// it likes.
-		wait.start()
-		k.body = bytes.NewReader(data)
-		return c.put(callCtx, k)
-	}
 	// Until the body ends, the call waits on the node whenever it is not
 	// reading the source.
 	stall := newStallWatch(c.stallTimeout, cancel)
@@ -375,15 +395,23 @@ func (c *Client) Put(ctx context.Context, node, id, checksum string, size int64,
 	return c.answerPut(callCtx, k, resp, err)
 }
 
-// put sends a Put whose body is k.body, an in-memory reader of the call's
-// own, and reads the answer.
-func (c *Client) put(ctx context.Context, k call) (wire.BlobInfo, bool, error) {
-	req, err := c.newRequest(ctx, k)
+// putBuffered sends a Put of data, which is the call's own, in a request of
+// its own and reads the answer. The body is in memory: sending it never
+// waits on the source, a node that takes neither it nor answers runs into
+// the answer's timer, and the transport may hold it as long as it likes.
+func (c *Client) putBuffered(ctx context.Context, k call, data []byte) (wire.BlobInfo, bool, error) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wait := &answerTimer{d: c.answerWait(int64(len(data))), fire: func() { cancel(errAnswerTimeout) }}
+	defer wait.stop()
+	wait.start()
+	k.body = bytes.NewReader(data)
+	req, err := c.newRequest(callCtx, k)
 	if err != nil {
 		return wire.BlobInfo{}, false, err
 	}
 	resp, err := c.hc.Do(req)
-	return c.answerPut(ctx, k, resp, err)
+	return c.answerPut(callCtx, k, resp, err)
 }
 
 // answerPut reads a Put's answer, or says why there was none.

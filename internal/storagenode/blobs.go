@@ -1,12 +1,15 @@
 package storagenode
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -39,30 +42,32 @@ func writeBlobError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) putBlob(w http.ResponseWriter, r *http.Request) {
-	info, created, err := s.receive(r)
+	id, err := blobID(r)
+	var (
+		info    blob.Info
+		created bool
+	)
+	if err == nil {
+		// ContentLength is -1 for a chunked body: the store then enforces
+		// the capacity limit as the bytes arrive instead of up front.
+		info, created, err = s.receive(r.Context(), id, r.Header.Get(wire.HeaderChecksum), r.ContentLength, r.Body)
+	}
+	s.countWrite(info, created, err)
 	if err != nil {
-		s.metrics.writes.WithLabelValues(outcomeOf(err)).Inc()
-		s.logRefusal(r, "blob write refused", err)
+		s.logRefusal(r.Context(), requestIDFrom(r.Context()), "blob write refused", err)
 		writeBlobError(w, r, err)
 		return
 	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		s.metrics.writes.WithLabelValues(outcomeCreated).Inc()
-		s.metrics.received.Add(float64(info.Size))
-	} else {
-		s.metrics.writes.WithLabelValues(outcomeExists).Inc()
 	}
 	httpx.WriteJSON(w, status, wire.BlobInfo{ID: info.ID, Size: info.Size, Checksum: info.Checksum})
 }
 
-func (s *Server) receive(r *http.Request) (blob.Info, bool, error) {
-	id, err := blobID(r)
-	if err != nil {
-		return blob.Info{}, false, err
-	}
-	declared := r.Header.Get(wire.HeaderChecksum)
+// receive stores one blob as a PUT of it asks: declared is the checksum
+// header's value.
+func (s *Server) receive(ctx context.Context, id, declared string, size int64, body io.Reader) (blob.Info, bool, error) {
 	if declared == "" {
 		return blob.Info{}, false, errs.E(errs.Invalid, "header %s (the SHA-256 of the body) is required", wire.HeaderChecksum)
 	}
@@ -70,14 +75,110 @@ func (s *Server) receive(r *http.Request) (blob.Info, bool, error) {
 	if err != nil {
 		return blob.Info{}, false, err
 	}
-	// ContentLength is -1 for a chunked body: the store then enforces the
-	// capacity limit as the bytes arrive instead of up front.
-	return s.store.Receive(r.Context(), id, sum, r.ContentLength, r.Body)
+	return s.store.Receive(ctx, id, sum, size, body)
+}
+
+// countWrite counts a write's outcome.
+func (s *Server) countWrite(info blob.Info, created bool, err error) {
+	switch {
+	case err != nil:
+		s.metrics.writes.WithLabelValues(outcomeOf(err)).Inc()
+	case created:
+		s.metrics.writes.WithLabelValues(outcomeCreated).Inc()
+		s.metrics.received.Add(float64(info.Size))
+	default:
+		s.metrics.writes.WithLabelValues(outcomeExists).Inc()
+	}
+}
+
+// putBlobBatch writes the blobs of a batch (wire.PathBlobBatch) side by
+// side, so that they share the store's syncs as concurrent PUTs do, and
+// answers each as its own PUT would have been answered, once all of them
+// have their outcome. A body that cannot be read whole or parsed is refused
+// whole, and then nothing of it is written.
+func (s *Server) putBlobBatch(w http.ResponseWriter, r *http.Request) {
+	body, err := readBatch(r)
+	if err != nil {
+		s.logRefusal(r.Context(), requestIDFrom(r.Context()), "blob batch refused", err)
+		httpx.WriteError(w, r, err)
+		return
+	}
+	items, err := wire.ParseBatch(body)
+	if err != nil {
+		err = errs.Wrap(errs.Invalid, err, "blob batch")
+		s.logRefusal(r.Context(), requestIDFrom(r.Context()), "blob batch refused", err)
+		httpx.WriteError(w, r, err)
+		return
+	}
+	s.metrics.batchItems.Observe(float64(len(items)))
+	results := make([]wire.BatchResult, len(items))
+	var wg sync.WaitGroup
+	for i := range items {
+		wg.Go(func() { results[i] = s.receiveItem(r.Context(), items[i]) })
+	}
+	wg.Wait()
+	httpx.WriteJSON(w, http.StatusOK, wire.BatchAnswer{Results: results})
+}
+
+// readBatch reads a batch's body whole, refusing one over
+// wire.MaxBatchBytes with 413.
+func readBatch(r *http.Request) ([]byte, error) {
+	tooLarge := func() error {
+		return errs.E(errs.TooLarge, "a blob batch is at most %d bytes", wire.MaxBatchBytes)
+	}
+	if r.ContentLength > wire.MaxBatchBytes {
+		return nil, tooLarge()
+	}
+	if r.ContentLength >= 0 {
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "read the blob batch")
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBatchBytes+1))
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "read the blob batch")
+	}
+	if len(body) > wire.MaxBatchBytes {
+		return nil, tooLarge()
+	}
+	return body, nil
+}
+
+// receiveItem stores one blob of a batch and gives its result.
+func (s *Server) receiveItem(ctx context.Context, it wire.BatchItem) wire.BatchResult {
+	err := blob.ValidateID(it.ID)
+	var (
+		info    blob.Info
+		created bool
+	)
+	if err == nil {
+		info, created, err = s.receive(ctx, it.ID, it.Checksum, int64(len(it.Data)), bytes.NewReader(it.Data))
+	}
+	s.countWrite(info, created, err)
+	if err != nil {
+		s.logRefusal(ctx, it.RequestID, "blob write refused", err, "id", it.ID, "batched", true)
+		status, code, msg := httpx.Answer(err)
+		return wire.BatchResult{ID: it.ID, Status: status, Error: code, Message: msg}
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	// The access log has one line for the whole batch; this one carries the
+	// blob's own request id, as the line of its PUT would have.
+	if s.log.Enabled(ctx, slog.LevelInfo) {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "batched blob write",
+			slog.String("id", it.ID), slog.Int("status", status), slog.Int("bytes_in", len(it.Data)),
+			slog.String("request_id", it.RequestID))
+	}
+	return wire.BatchResult{ID: info.ID, Status: status, Size: info.Size, Checksum: info.Checksum}
 }
 
 // logRefusal logs why a request failed, at a level that says whose problem
 // it is: the caller's (info), the disk's fullness (warn) or the node's (error).
-func (s *Server) logRefusal(r *http.Request, msg string, err error) {
+func (s *Server) logRefusal(ctx context.Context, requestID, msg string, err error, attrs ...any) {
 	level := slog.LevelInfo
 	switch errs.KindOf(err) {
 	case errs.NoSpace:
@@ -85,7 +186,7 @@ func (s *Server) logRefusal(r *http.Request, msg string, err error) {
 	case errs.Other, errs.Unavailable:
 		level = slog.LevelError
 	}
-	s.log.Log(r.Context(), level, msg, "err", err, "request_id", requestIDFrom(r.Context()))
+	s.log.Log(ctx, level, msg, append([]any{"err", err, "request_id", requestID}, attrs...)...)
 }
 
 // setBlobHeaders describes a blob on GET and HEAD. The ETag is the recorded
@@ -210,7 +311,7 @@ func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.metrics.deletes.WithLabelValues(outcomeOf(err)).Inc()
-		s.logRefusal(r, "blob delete failed", err)
+		s.logRefusal(r.Context(), requestIDFrom(r.Context()), "blob delete failed", err)
 		writeBlobError(w, r, err)
 		return
 	}
@@ -226,7 +327,7 @@ func (s *Server) rehashBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.metrics.rehashes.WithLabelValues(outcomeOf(err)).Inc()
-		s.logRefusal(r, "blob rehash failed", err)
+		s.logRefusal(r.Context(), requestIDFrom(r.Context()), "blob rehash failed", err)
 		writeBlobError(w, r, err)
 		return
 	}

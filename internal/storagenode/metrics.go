@@ -40,6 +40,7 @@ type metrics struct {
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	registrations *prometheus.CounterVec
+	batchItems    prometheus.Histogram
 }
 
 // syncReporter is a store that makes writes durable with shared syncs and
@@ -92,6 +93,11 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dfs_node_registrations_total", Help: "Registration attempts with the coordinator by outcome.",
 		}, []string{"outcome"}),
+		batchItems: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dfs_node_blob_batch_items",
+			Help:    "Blobs per batched write request (POST /internal/blob-batch); each is also counted in dfs_node_blob_writes_total.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
 	}
 	usage := func(pick func(blob.Usage) int64) func() float64 {
 		return func() float64 {
@@ -156,7 +162,7 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 			Name: "dfs_node_sync_batch_seconds_total",
 			Help: "Time spent in batch-mode syncs.",
 		}, func() float64 { return syncStats().Time.Seconds() }),
-		m.writes, m.reads, m.deletes, m.rehashes, m.received, m.sent, m.requests, m.duration, m.registrations,
+		m.writes, m.reads, m.deletes, m.rehashes, m.received, m.sent, m.requests, m.duration, m.registrations, m.batchItems,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_blobs", Help: "Blobs stored."},
 			usage(func(u blob.Usage) int64 { return u.Blobs })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_stored_bytes", Help: "Bytes of blobs stored."},

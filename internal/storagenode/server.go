@@ -159,6 +159,7 @@ func (s *Server) routes(registry *prometheus.Registry) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireToken)
 		r.Put(wire.PathBlobs+"/{id}", s.putBlob)
+		r.Post(wire.PathBlobBatch, s.putBlobBatch)
 		r.Get(wire.PathBlobs+"/{id}", s.getBlob)
 		r.Head(wire.PathBlobs+"/{id}", s.headBlob)
 		r.Delete(wire.PathBlobs+"/{id}", s.deleteBlob)
