@@ -35,6 +35,9 @@ func garbageNode(t *testing.T) *httptest.Server {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusCreated)
 			fmt.Fprint(w, "<html>stored, trust me</html>")
+		case http.MethodPost: // a batch of small copies: "written", under another id
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"results":[{"id":"not-yours","status":201,"size":1}]}`)
 		case http.MethodHead:
 			w.Header().Set(wire.HeaderBlobSize, "many")
 		case http.MethodDelete:

@@ -156,7 +156,8 @@ func (c *cluster) dumpLogs() {
 		// Access lines drown everything else; what a failure needs is the
 		// decisions the process took.
 		lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), func(l string) bool {
-			return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`)
+			return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`) ||
+				strings.Contains(l, `"msg":"batched blob write"`)
 		})
 		c.t.Logf("last lines of %s (without access lines):\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
 	}
@@ -581,7 +582,8 @@ func (c *cluster) startExtraProcess(name, binary string, env func(port string) [
 		if c.t.Failed() {
 			b, _ := os.ReadFile(p.log)
 			lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), func(l string) bool {
-				return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`)
+				return strings.Contains(l, `"msg":"http request"`) || strings.Contains(l, `"msg":"request"`) ||
+					strings.Contains(l, `"msg":"batched blob write"`)
 			})
 			c.t.Logf("last lines of %s (without access lines):\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
 		}

@@ -189,6 +189,32 @@ func TestHostileRequestsAreRefusedOnEveryRoute(t *testing.T) {
 			"limit=99999999999999999999", "limit=abc", "after=%00"} {
 			requireRefused(t, rawRequest(t, node, "GET", wire.PathBlobs+"?"+q, auth, nil), "list "+q)
 		}
+
+		// A batch carries its ids raw, not as path segments: each is refused
+		// on its own, and the batch answers every one.
+		var batch []byte
+		var ids []string
+		for _, seg := range append(badIDs, "..%2Fsentinel", "..%2F..%2Fsentinel", "abc", "-abc", "a.bc", "..", "/etc/passwd") {
+			id, err := url.PathUnescape(seg)
+			if err != nil {
+				id = seg
+			}
+			if len(id) > 0xffff {
+				continue
+			}
+			ids = append(ids, id)
+			batch, err = wire.AppendBatchFrame(batch, wire.BatchItem{ID: id, Checksum: sha256Hex(body), Data: body})
+			require.NoError(t, err)
+		}
+		r := rawRequest(t, node, "POST", wire.PathBlobBatch, auth, batch)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var answer wire.BatchAnswer
+		require.NoError(t, json.Unmarshal(r.body, &answer))
+		require.Len(t, answer.Results, len(ids))
+		for i, res := range answer.Results {
+			require.Equal(t, http.StatusBadRequest, res.Status, "batched id %q: %+v", ids[i], res)
+			require.Equal(t, "INVALID_REQUEST", res.Error, "batched id %q", ids[i])
+		}
 	})
 
 	t.Run("internal calls need the cluster token", func(t *testing.T) {
@@ -216,6 +242,10 @@ func TestHostileRequestsAreRefusedOnEveryRoute(t *testing.T) {
 			ph.Set(wire.HeaderChecksum, sha256Hex(body))
 			r := rawRequest(t, node, "PUT", wire.BlobPath("intruder-0001"), ph, body)
 			require.Equal(t, http.StatusUnauthorized, r.status, "PUT with %q", authz)
+			batch, err := wire.AppendBatchFrame(nil, wire.BatchItem{ID: "intruder-0002", Checksum: sha256Hex(body), Data: body})
+			require.NoError(t, err)
+			r = rawRequest(t, node, "POST", wire.PathBlobBatch, h, batch)
+			require.Equal(t, http.StatusUnauthorized, r.status, "batch with %q", authz)
 
 			reg, err := json.Marshal(client.RegisterRequest{NodeID: "intruder", Host: "127.0.0.1", Port: 1})
 			require.NoError(t, err)

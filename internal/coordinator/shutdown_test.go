@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
+	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
 // pausingProxy stands in front of a storage node and, once paused, holds
@@ -38,7 +39,8 @@ func newPausingProxy(t *testing.T, target string) *pausingProxy {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = p.transport
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && p.paused.Load() {
+		write := r.Method == http.MethodPut || r.Method == http.MethodPost && r.URL.Path == wire.PathBlobBatch
+		if write && p.paused.Load() {
 			// Reading the body to its end is what lets the server notice
 			// the writer hanging up.
 			_, _ = io.Copy(io.Discard, r.Body)

@@ -174,6 +174,6 @@ func TestStorageNodeExpositionPassesPromlint(t *testing.T) {
 		"dfs_node_http_requests_total", "dfs_node_http_request_duration_seconds",
 		"dfs_node_blobs", "dfs_node_stored_bytes", "dfs_node_free_bytes",
 		"dfs_node_sync_batches_total", "dfs_node_sync_batch_waits_total", "dfs_node_sync_batch_seconds_total",
-		"go_goroutines", "process_cpu_seconds_total")
+		"dfs_node_blob_batch_items", "go_goroutines", "process_cpu_seconds_total")
 	requireLintClean(t, out)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
@@ -28,7 +29,7 @@ import (
 // Defaults of Options.BatchMax and Options.BatchInflight.
 const (
 	DefaultBatchMax      = 64
-	DefaultBatchInflight = 4
+	DefaultBatchInflight = 2
 )
 
 // legacyRetry is how long a node that answered a batch with 404 or 405 (a
@@ -58,6 +59,7 @@ type batchItem struct {
 	// whether it spends it queued or sent.
 	deadline time.Time
 	done     chan putOutcome // buffered: the sender never waits for the caller
+	sent     bool            // taken into a batch; guarded by the batcher's mu
 }
 
 type putOutcome struct {
@@ -84,8 +86,12 @@ func (c *Client) batcher(node string) *batcher {
 	return b
 }
 
-// put queues one blob and waits for its answer or for ctx. A blob whose
-// caller has gone is dropped if it has not been sent yet.
+// put queues one blob and waits for its answer. A caller that gives up
+// (ctx) while its blob waits in the queue returns at once, and the blob is
+// never sent. One whose blob is already in a batch request waits for that
+// request to end, as it would wait for a PUT of its own to be torn down, so
+// that nothing of the call outlives it: a batch whose callers have all gone
+// is cancelled (send), otherwise it ends with its answer or its deadline.
 func (b *batcher) put(ctx context.Context, k call, it wire.BatchItem) (wire.BlobInfo, bool, error) {
 	bi := &batchItem{ctx: ctx, k: k, it: it, done: make(chan putOutcome, 1),
 		deadline: time.Now().Add(b.c.answerWait(int64(len(it.Data))))}
@@ -107,8 +113,19 @@ func (b *batcher) put(ctx context.Context, k call, it wire.BatchItem) (wire.Blob
 	case o := <-bi.done:
 		return o.info, o.created, o.err
 	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	sent := bi.sent
+	b.mu.Unlock()
+	if !sent {
+		// take skips a blob whose context is done, so it never will be.
 		return wire.BlobInfo{}, false, unreachable(ctx, k, ctx.Err())
 	}
+	o := <-bi.done
+	if o.err != nil {
+		return wire.BlobInfo{}, false, unreachable(ctx, k, o.err)
+	}
+	return o.info, o.created, nil
 }
 
 // run sends batches until the queue is empty, then gives its slot back.
@@ -152,6 +169,7 @@ func (b *batcher) take() []*batchItem {
 		if len(items) > 0 && bytes+size > wire.MaxBatchBytes {
 			break
 		}
+		bi.sent = true
 		items = append(items, bi)
 		bytes += size
 		n++
@@ -182,6 +200,17 @@ func (b *batcher) send(items []*batchItem) {
 	// batch's.
 	ctx, cancel := context.WithDeadlineCause(context.Background(), items[0].deadline, errAnswerTimeout)
 	defer cancel()
+	// A request nobody waits for any more is ended.
+	var alive atomic.Int32
+	alive.Store(int32(len(items)))
+	for _, bi := range items {
+		stop := context.AfterFunc(bi.ctx, func() {
+			if alive.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
 	results, status, answer, err := b.c.postBatch(ctx, k)
 	switch {
 	case err != nil:
@@ -213,6 +242,11 @@ func (b *batcher) send(items []*batchItem) {
 		}
 	default:
 		for i, bi := range items {
+			if results[i].ID != bi.it.ID {
+				err := fmt.Errorf("result %d is for blob %q", i, results[i].ID)
+				bi.done <- putOutcome{err: errs.Wrap(errs.Unavailable, err, "node %s: %s: malformed batch answer", b.node, bi.k.op)}
+				continue
+			}
 			bi.done <- itemOutcome(bi.k, results[i])
 		}
 	}

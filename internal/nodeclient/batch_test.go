@@ -258,3 +258,27 @@ func TestAQueuedPutKeepsItsOwnDeadline(t *testing.T) {
 	}
 	require.NoError(t, ctx.Err(), "both gave up on their own, well before the caller's deadline")
 }
+
+// A Put given up while its batch is in flight, by the only caller of that
+// batch, ends the request rather than leaving it to its deadline.
+func TestABatchNobodyWaitsForIsEnded(t *testing.T) {
+	arrived, ended := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		close(arrived)
+		<-r.Context().Done()
+		close(ended)
+	}))
+	defer srv.Close()
+	c := nodeclient.New(nodeclient.Options{Timeout: time.Hour, VerifyTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	res := putAsync(c, ctx, srv.URL, "abandoned", checksum([]byte("x")), []byte("x"))
+	<-arrived
+	cancel()
+	requireKind(t, errs.Unavailable, (<-res).err)
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch request was left running after its only caller had gone")
+	}
+}

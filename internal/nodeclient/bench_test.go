@@ -93,24 +93,37 @@ func BenchmarkPutNoDisk(b *testing.B) {
 // BenchmarkPutParallel measures 4 KiB writes from 32 concurrent callers
 // through the client to a real node in the default layout: the shape of the
 // cluster bench's small uploads as one node sees them, with the node's
-// group commit sharing each fdatasync among the writes waiting for it.
+// group commit sharing each fdatasync among the writes waiting for it. The
+// cases send the writes in batches (the default) and one request each.
 func BenchmarkPutParallel(b *testing.B) {
-	n := nodetest.Start(b, nodetest.Options{})
-	c := nodeclient.New(nodeclient.Options{})
-	data := bytes.Repeat([]byte("0123456789abcdef"), 4<<10/16)
-	sum := checksum(data)
-	ctx := context.Background()
-	var next atomic.Int64
-	b.SetBytes(int64(len(data)))
-	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			id := fmt.Sprintf("bench-%08d", next.Add(1))
-			if _, _, err := c.Put(ctx, n.URL, id, sum, int64(len(data)), bytes.NewReader(data)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		opts nodeclient.Options
+	}{
+		{"batched", nodeclient.Options{}},
+		{"batch-inflight-1", nodeclient.Options{BatchInflight: 1}},
+		{"batch-inflight-2", nodeclient.Options{BatchInflight: 2}},
+		{"one-per-request", nodeclient.Options{BatchMax: 1}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			n := nodetest.Start(b, nodetest.Options{})
+			c := nodeclient.New(tc.opts)
+			data := bytes.Repeat([]byte("0123456789abcdef"), 4<<10/16)
+			sum := checksum(data)
+			ctx := context.Background()
+			var next atomic.Int64
+			b.SetBytes(int64(len(data)))
+			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := fmt.Sprintf("bench-%08d", next.Add(1))
+					if _, _, err := c.Put(ctx, n.URL, id, sum, int64(len(data)), bytes.NewReader(data)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
