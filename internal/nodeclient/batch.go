@@ -122,10 +122,7 @@ func (b *batcher) put(ctx context.Context, k call, it wire.BatchItem) (wire.Blob
 		return wire.BlobInfo{}, false, unreachable(ctx, k, ctx.Err())
 	}
 	o := <-bi.done
-	if o.err != nil {
-		return wire.BlobInfo{}, false, unreachable(ctx, k, o.err)
-	}
-	return o.info, o.created, nil
+	return o.info, o.created, o.err
 }
 
 // run sends batches until the queue is empty, then gives its slot back.
