@@ -365,8 +365,8 @@ func BenchmarkParallelCreateFile(b *testing.B) {
 // upload that finished within the delay).
 func BenchmarkParallelUpload(b *testing.B) {
 	nodes := []string{"node-1", "node-2", "node-3"}
-	upload := func(ctx context.Context, s *Store, first bool) error {
-		rec := &meta.FileRecord{File: meta.File{ID: uuid.NewString(), Name: "f", Status: meta.FileActive, ReplicationFactor: 3, PrimaryNodeID: nodes[0]}}
+	upload := func(ctx context.Context, s *Store, first bool, newID func() string) error {
+		rec := &meta.FileRecord{File: meta.File{ID: newID(), Name: "f", Status: meta.FileActive, ReplicationFactor: 3, PrimaryNodeID: nodes[0]}}
 		status := meta.ReplicaActive
 		if first {
 			rec.Status, rec.PrimaryNodeID, status = meta.FilePending, "", meta.ReplicaPending
@@ -383,10 +383,17 @@ func BenchmarkParallelUpload(b *testing.B) {
 		}
 		return s.UpdateFile(ctx, rec)
 	}
+	random := uuid.NewString
+	timeOrdered := func() string { return uuid.Must(uuid.NewV7()).String() }
 	for _, bc := range []struct {
 		name  string
 		first bool
-	}{{"recorded-first", true}, {"one-write", false}} {
+		newID func() string
+	}{
+		{"recorded-first", true, random},
+		{"one-write", false, random},
+		{"one-write-time-ordered-ids", false, timeOrdered},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := openTest(b)
 			ctx := context.Background()
@@ -397,7 +404,7 @@ func BenchmarkParallelUpload(b *testing.B) {
 			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if err := upload(ctx, s, bc.first); err != nil {
+					if err := upload(ctx, s, bc.first, bc.newID); err != nil {
 						b.Error(err)
 						return
 					}
