@@ -365,6 +365,7 @@ func (c *Cluster) addNodeLocked(i, port int) *process {
 		port:    port,
 		dataDir: dir,
 		logPath: c.logPath(name),
+		movable: c.opts.NodeBasePort == 0,
 		env: c.childEnv(c.opts.NodeEnv,
 			"SERVER_HOST="+c.opts.Host,
 			"SERVER_PORT="+strconv.Itoa(port),

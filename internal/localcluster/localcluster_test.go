@@ -5,7 +5,10 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -281,4 +284,54 @@ func TestStartGivesUpAfterReadyTimeout(t *testing.T) {
 	for _, pid := range endedPIDs(t, filepath.Join(data, "logs")) {
 		require.True(t, processGone(pid), "pid %d outlived a failed Start", pid)
 	}
+}
+
+// A node whose freely picked port another program takes before the node can
+// listen on it (here a server that answers every readiness probe, the way a
+// node of another cluster would) is started again on a new port, and Start
+// is not fooled by the other program's answers.
+func TestANodeWhosePortWasTakenMovesToAnother(t *testing.T) {
+	bin := binaries(t)
+	var squatter *httptest.Server
+	beforeStart = func(name string, port, attempt int) {
+		if name != NodeName(1) || attempt != 1 {
+			return
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		require.NoError(t, err)
+		squatter = &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"status":"UP"}`))
+		})}}
+		squatter.Start()
+	}
+	t.Cleanup(func() {
+		beforeStart = nil
+		if squatter != nil {
+			squatter.Close()
+		}
+	})
+	c, err := Start(t.Context(), Options{BinDir: bin, DataDir: t.TempDir(), Nodes: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop() })
+	require.NotNil(t, squatter, "the hook ran")
+	taken := squatter.Listener.Addr().(*net.TCPAddr).Port
+
+	u, err := url.Parse(c.NodeURL(NodeName(1)))
+	require.NoError(t, err)
+	require.NotEqual(t, strconv.Itoa(taken), u.Port(), "node-1 moved off the taken port")
+	pid := c.PID(NodeName(1))
+	require.Equal(t, u.Port(), procEnv(t, pid, "SERVER_PORT"))
+	require.Equal(t, u.Port(), procEnv(t, pid, "STORAGE_ADVERTISED_PORT"))
+	require.True(t, holdsPort(pid, mustAtoi(t, u.Port())), "the node itself listens there")
+	require.Equal(t, http.StatusOK, readyStatus(c.NodeURL(NodeName(1))))
+	log, err := os.ReadFile(c.LogPath(NodeName(1)))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "address already in use", "the first start met the taken port")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }

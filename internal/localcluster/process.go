@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,10 @@ type process struct {
 	logPath string
 	env     []string
 	cur     *run // the latest run, nil before the first; guarded by Cluster.mu
+	// movable: the port was picked free and the process has never been
+	// ready, so a start that finds the port taken may move it (guarded by
+	// Cluster.mu).
+	movable bool
 }
 
 func (p *process) url() string {
@@ -44,6 +49,8 @@ type run struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has been reaped
 	err  error         // the result of Wait; read it only after done is closed
+	// logStart is where this run's part of the log begins.
+	logStart int64
 	// asked records that the cluster asked this run to end, so that its
 	// exit is not reported to Options.OnExit as unexpected.
 	asked atomic.Bool
@@ -86,6 +93,10 @@ func (c *Cluster) startLocked(p *process) (*run, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Other, err, "localcluster: open the log of %s", p.name)
 	}
+	logStart := int64(0)
+	if st, err := logf.Stat(); err == nil {
+		logStart = st.Size()
+	}
 	var out io.Writer = logf
 	var tee *prefixWriter
 	if c.opts.Tee != nil {
@@ -110,7 +121,7 @@ func (c *Cluster) startLocked(p *process) (*run, error) {
 		logf.Close()
 		return nil, errs.Wrap(errs.Other, err, "localcluster: start %s", p.name)
 	}
-	r := &run{cmd: cmd, done: make(chan struct{})}
+	r := &run{cmd: cmd, done: make(chan struct{}), logStart: logStart}
 	p.cur = r
 	c.log.Info("localcluster: started", "name", p.name, "pid", r.pid(), "url", p.url(), "log", p.logPath)
 	go c.reap(p, r, logf, tee)
@@ -144,25 +155,96 @@ func (c *Cluster) reap(p *process, r *run, logf *os.File, tee *prefixWriter) {
 	}
 }
 
+// beforeStart, when set (by tests), runs before each start of a process.
+var beforeStart func(name string, port, attempt int)
+
+// portAttempts bounds the starts of a process whose freely picked port
+// another program took before the process could listen on it.
+const portAttempts = 3
+
 // startAndWait starts the named process and waits until it is ready; a
-// process that does not become ready is killed.
+// process that does not become ready is killed. A node that exits at its
+// first start because its freely picked port was taken meanwhile (by another
+// cluster starting beside this one, say) is started again on a new one.
 func (c *Cluster) startAndWait(ctx context.Context, name string) error {
 	c.mu.Lock()
 	p := c.procs[name]
+	c.mu.Unlock()
 	if p == nil {
-		c.mu.Unlock()
 		return errs.E(errs.NotFound, "localcluster: no process named %q", name)
 	}
-	r, err := c.startLocked(p)
-	c.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		if beforeStart != nil {
+			beforeStart(p.name, p.port, attempt)
+		}
+		c.mu.Lock()
+		r, err := c.startLocked(p)
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		err = c.waitReady(ctx, p, r)
+		if err == nil {
+			c.mu.Lock()
+			p.movable = false
+			c.mu.Unlock()
+			return nil
+		}
+		r.kill()
+		if attempt == portAttempts || !exitedOnBusyPort(p, r) {
+			return err
+		}
+		c.mu.Lock()
+		old, moveErr := p.port, c.movePortLocked(p)
+		c.mu.Unlock()
+		if moveErr != nil {
+			return errors.Join(err, moveErr)
+		}
+		c.log.Warn("localcluster: port taken before the process could listen; starting it on another",
+			"name", p.name, "port", old, "new_port", p.port)
+	}
+}
+
+// exitedOnBusyPort reports whether run r of p ended because its port was in
+// use.
+func exitedOnBusyPort(p *process, r *run) bool {
+	select {
+	case <-r.done:
+	default:
+		return false
+	}
+	return strings.Contains(logSince(p.logPath, r.logStart), "address already in use")
+}
+
+// movePortLocked gives a movable process a new free port. The caller holds
+// c.mu.
+func (c *Cluster) movePortLocked(p *process) error {
+	if !p.movable {
+		return errs.E(errs.Conflict, "localcluster: the port of %s is fixed", p.name)
+	}
+	ports, err := FreePorts(p.host, 1)
 	if err != nil {
 		return err
 	}
-	if err := c.waitReady(ctx, p, r); err != nil {
-		r.kill()
-		return err
+	port := strconv.Itoa(ports[0])
+	for i, kv := range p.env {
+		for _, key := range []string{"SERVER_PORT=", "STORAGE_ADVERTISED_PORT="} {
+			if strings.HasPrefix(kv, key) {
+				p.env[i] = key + port
+			}
+		}
 	}
+	p.port = ports[0]
 	return nil
+}
+
+// logSince returns what the log at path holds from offset on.
+func logSince(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return ""
+	}
+	return string(b[offset:])
 }
 
 // waitReady polls /health/ready until it answers 200, the process exits, or
@@ -175,7 +257,9 @@ func (c *Cluster) waitReady(ctx context.Context, p *process, r *run) error {
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()
 	for {
-		if c.ready(ctx, url) {
+		// The answer alone may come from another program that took the
+		// port between FreePorts and the process's own listen.
+		if c.ready(ctx, url) && holdsPort(r.pid(), p.port) {
 			c.log.Info("localcluster: ready", "name", p.name, "url", p.url(), "after", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
