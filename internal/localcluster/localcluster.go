@@ -346,6 +346,7 @@ func (c *Cluster) newCoordinator() *process {
 		port:    c.coordPort,
 		dataDir: dir,
 		logPath: c.logPath(CoordinatorName),
+		movable: c.opts.CoordinatorPort == 0,
 		env: c.childEnv(c.opts.CoordinatorEnv,
 			"SERVER_HOST="+c.opts.Host,
 			"SERVER_PORT="+strconv.Itoa(c.coordPort),

@@ -286,47 +286,59 @@ func TestStartGivesUpAfterReadyTimeout(t *testing.T) {
 	}
 }
 
-// A node whose freely picked port another program takes before the node can
+// A process whose freely picked port another program takes before it can
 // listen on it (here a server that answers every readiness probe, the way a
-// node of another cluster would) is started again on a new port, and Start
-// is not fooled by the other program's answers.
-func TestANodeWhosePortWasTakenMovesToAnother(t *testing.T) {
+// process of another cluster would) is started again on a new port, and
+// Start is not fooled by the other program's answers. When the coordinator
+// moves, the nodes are told its new address.
+func TestAProcessWhosePortWasTakenMovesToAnother(t *testing.T) {
 	bin := binaries(t)
-	var squatter *httptest.Server
+	squatters := map[string]*httptest.Server{}
 	beforeStart = func(name string, port, attempt int) {
-		if name != NodeName(1) || attempt != 1 {
+		if (name != NodeName(1) && name != CoordinatorName) || attempt != 1 {
 			return
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		require.NoError(t, err)
-		squatter = &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write([]byte(`{"status":"UP"}`))
 		})}}
-		squatter.Start()
+		s.Start()
+		squatters[name] = s
 	}
 	t.Cleanup(func() {
 		beforeStart = nil
-		if squatter != nil {
-			squatter.Close()
+		for _, s := range squatters {
+			s.Close()
 		}
 	})
 	c, err := Start(t.Context(), Options{BinDir: bin, DataDir: t.TempDir(), Nodes: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Stop() })
-	require.NotNil(t, squatter, "the hook ran")
-	taken := squatter.Listener.Addr().(*net.TCPAddr).Port
+	require.Len(t, squatters, 2, "the hook ran for the coordinator and node-1")
 
-	u, err := url.Parse(c.NodeURL(NodeName(1)))
-	require.NoError(t, err)
-	require.NotEqual(t, strconv.Itoa(taken), u.Port(), "node-1 moved off the taken port")
-	pid := c.PID(NodeName(1))
-	require.Equal(t, u.Port(), procEnv(t, pid, "SERVER_PORT"))
-	require.Equal(t, u.Port(), procEnv(t, pid, "STORAGE_ADVERTISED_PORT"))
-	require.True(t, holdsPort(pid, mustAtoi(t, u.Port())), "the node itself listens there")
-	require.Equal(t, http.StatusOK, readyStatus(c.NodeURL(NodeName(1))))
-	log, err := os.ReadFile(c.LogPath(NodeName(1)))
-	require.NoError(t, err)
-	require.Contains(t, string(log), "address already in use", "the first start met the taken port")
+	for _, name := range []string{CoordinatorName, NodeName(1)} {
+		taken := squatters[name].Listener.Addr().(*net.TCPAddr).Port
+		u, err := url.Parse(c.NodeURL(name))
+		require.NoError(t, err)
+		require.NotEqual(t, strconv.Itoa(taken), u.Port(), "%s moved off the taken port", name)
+		pid := c.PID(name)
+		require.Equal(t, u.Port(), procEnv(t, pid, "SERVER_PORT"), name)
+		require.True(t, holdsPort(pid, mustAtoi(t, u.Port())), "%s itself listens there", name)
+		require.Equal(t, http.StatusOK, readyStatus(c.NodeURL(name)), name)
+		log, err := os.ReadFile(c.LogPath(name))
+		require.NoError(t, err)
+		require.Contains(t, string(log), "address already in use", "the first start of %s met the taken port", name)
+	}
+	require.Equal(t, c.CoordinatorURL(), c.NodeURL(CoordinatorName))
+	for _, n := range c.Nodes() {
+		require.Equal(t, c.CoordinatorURL(), procEnv(t, c.PID(n), "COORDINATOR_URL"), n)
+	}
+	u, _ := url.Parse(c.NodeURL(NodeName(1)))
+	require.Equal(t, u.Port(), procEnv(t, c.PID(NodeName(1)), "STORAGE_ADVERTISED_PORT"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, c.WaitAdmitted(ctx, c.Nodes()...), "both nodes found the coordinator at its new address")
 }
 
 func mustAtoi(t *testing.T, s string) int {

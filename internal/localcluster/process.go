@@ -163,7 +163,7 @@ var beforeStart func(name string, port, attempt int)
 const portAttempts = 3
 
 // startAndWait starts the named process and waits until it is ready; a
-// process that does not become ready is killed. A node that exits at its
+// process that does not become ready is killed. A process that exits at its
 // first start because its freely picked port was taken meanwhile (by another
 // cluster starting beside this one, say) is started again on a new one.
 func (c *Cluster) startAndWait(ctx context.Context, name string) error {
@@ -227,15 +227,27 @@ func (c *Cluster) movePortLocked(p *process) error {
 		return err
 	}
 	port := strconv.Itoa(ports[0])
-	for i, kv := range p.env {
-		for _, key := range []string{"SERVER_PORT=", "STORAGE_ADVERTISED_PORT="} {
-			if strings.HasPrefix(kv, key) {
-				p.env[i] = key + port
-			}
+	setEnv(p.env, "SERVER_PORT=", port)
+	setEnv(p.env, "STORAGE_ADVERTISED_PORT=", port)
+	p.port = ports[0]
+	if p.name == CoordinatorName {
+		// It moves before any node has started: they are told where it is.
+		c.coordPort = p.port
+		for _, name := range c.nodes {
+			setEnv(c.procs[name].env, "COORDINATOR_URL=", c.CoordinatorURL())
 		}
 	}
-	p.port = ports[0]
 	return nil
+}
+
+// setEnv replaces the value of the entry of env that starts with key (such
+// as "SERVER_PORT="), if there is one.
+func setEnv(env []string, key, value string) {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, key) {
+			env[i] = key + value
+		}
+	}
 }
 
 // logSince returns what the log at path holds from offset on.
