@@ -147,7 +147,7 @@ func (b *batcher) run() {
 func (b *batcher) take() []*batchItem {
 	var (
 		items []*batchItem
-		bytes int
+		total int // bytes of the frames taken
 		n     int
 	)
 	now := time.Now()
@@ -163,12 +163,12 @@ func (b *batcher) take() []*batchItem {
 			continue
 		}
 		size := wire.FrameSize(bi.it)
-		if len(items) > 0 && bytes+size > wire.MaxBatchBytes {
+		if len(items) > 0 && total+size > wire.MaxBatchBytes {
 			break
 		}
 		bi.sent = true
 		items = append(items, bi)
-		bytes += size
+		total += size
 		n++
 	}
 	rest := copy(b.queue, b.queue[n:])
