@@ -30,6 +30,7 @@ import (
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/localcache"
 	"github.com/dfs-project/dfs/internal/meta/metastore"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/metrics"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/objects"
@@ -84,7 +85,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	base, err := metastore.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
+	base, err := metastore.Open(ctx, cfg.DatabaseURL, cfg.DataDir, sqlite.Options{CheckpointPages: cfg.SQLiteCheckpointPages}, log)
 	if err != nil {
 		dirLock.Close()
 		return nil, fmt.Errorf("open metadata store: %w", err)

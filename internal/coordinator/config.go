@@ -10,6 +10,7 @@ import (
 	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
@@ -43,6 +44,7 @@ type Config struct {
 	AntiEntropyOrphanGrace      time.Duration // ANTI_ENTROPY_ORPHAN_GRACE: how long a blob no metadata lists is left before it is removed
 	ReplicaWriteConcurrency     int           // REPLICA_WRITE_CONCURRENCY: bound on parallel copy writes across all uploads
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
+	SQLiteCheckpointPages       int           // SQLITE_CHECKPOINT_PAGES: WAL pages the embedded store holds before a checkpoint
 	NodeStallTimeout            time.Duration // NODE_STALL_TIMEOUT: a node transfer that makes no progress this long fails
 	NodeBatchMax                int           // NODE_BATCH_MAX: small copies (up to 32 KiB) one write request to a node carries (1: one each)
 	NodeBatchInflight           int           // NODE_BATCH_INFLIGHT: batched write requests running to one node at once
@@ -106,6 +108,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		AntiEntropyOrphanGrace:      l.Duration("ANTI_ENTROPY_ORPHAN_GRACE", antientropy.DefaultOrphanGrace),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
+		SQLiteCheckpointPages:       l.Int("SQLITE_CHECKPOINT_PAGES", sqlite.DefaultCheckpointPages, sqlite.MinCheckpointPages, sqlite.MaxCheckpointPages),
 		NodeStallTimeout:            l.Duration("NODE_STALL_TIMEOUT", nodeclient.DefaultStallTimeout),
 		NodeBatchMax:                l.Int("NODE_BATCH_MAX", nodeclient.DefaultBatchMax, 1, wire.MaxBatchItems),
 		NodeBatchInflight:           l.Int("NODE_BATCH_INFLIGHT", nodeclient.DefaultBatchInflight, 1, 64),

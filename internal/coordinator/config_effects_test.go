@@ -330,6 +330,26 @@ func (h *harness) metric(name string) string {
 	return "absent"
 }
 
+// SQLITE_CHECKPOINT_PAGES bounds the embedded store's WAL: at 100 pages it
+// is checkpointed and started over many times while 60 uploads commit; at
+// the default it holds all of them.
+func TestSQLiteCheckpointPagesBoundsTheWAL(t *testing.T) {
+	wal := func(h *harness) int64 {
+		for i := range 60 {
+			require.Equal(t, "ACTIVE", h.upload(fmt.Sprintf("f%d", i), []byte("walled")).Status)
+		}
+		fi, err := os.Stat(filepath.Join(h.env["DATA_DIRECTORY"], "metadata.db-wal"))
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	const frame = 4096 + 24
+	small := wal(newHarness(t, "sqlite", 3, map[string]string{"SQLITE_CHECKPOINT_PAGES": "100"}))
+	large := wal(newHarness(t, "sqlite", 3, nil))
+	t.Logf("WAL after 60 uploads: %d bytes at 100 pages, %d at the default", small, large)
+	require.Less(t, small, int64(150*frame))
+	require.Greater(t, large, int64(300*frame))
+}
+
 func TestLocalCacheEntriesAnswersRepeatedLookupsFromMemory(t *testing.T) {
 	readTwice := func(h *harness) {
 		res := h.upload("f", []byte("cached"))

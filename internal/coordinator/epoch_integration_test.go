@@ -12,6 +12,7 @@ import (
 	"github.com/dfs-project/dfs/internal/blob/blobfault"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/metastore"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/ring"
 	"github.com/dfs-project/dfs/internal/storagenode/nodetest"
 )
@@ -35,7 +36,7 @@ func TestStartingBehindOnEpochsRunsTheOwedRebalance(t *testing.T) {
 		h.stop()
 
 		ctx := context.Background()
-		st, err := metastore.Open(ctx, h.env["DATABASE_URL"], h.env["DATA_DIRECTORY"], nil)
+		st, err := metastore.Open(ctx, h.env["DATABASE_URL"], h.env["DATA_DIRECTORY"], sqlite.DefaultOptions(), nil)
 		require.NoError(t, err)
 		before, err := st.Epochs(ctx)
 		require.NoError(t, err)

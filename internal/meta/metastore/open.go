@@ -22,13 +22,13 @@ const FileName = "metadata.db"
 // Open returns the metadata store with its schema migrated to the newest
 // version this program carries. A non-empty databaseURL (DATABASE_URL) selects
 // PostgreSQL; otherwise the embedded store lives at <dataDir>/metadata.db
-// (DATA_DIRECTORY), and dataDir is created if missing.
+// (DATA_DIRECTORY), opened with opts, and dataDir is created if missing.
 //
 // Errors: errs.Unavailable (code METADATA_UNAVAILABLE) when the database cannot
 // be reached or the file cannot be opened; errs.Conflict when its schema is
 // dirty or newer than this program; errs.Invalid for a malformed URL or an
 // empty dataDir without a URL.
-func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger) (meta.Store, error) {
+func Open(ctx context.Context, databaseURL, dataDir string, opts sqlite.Options, logger *slog.Logger) (meta.Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -41,5 +41,5 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger)
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "metadata store: create data directory %s", dataDir)
 	}
-	return sqlite.Open(ctx, filepath.Join(dataDir, FileName), logger)
+	return sqlite.OpenWith(ctx, filepath.Join(dataDir, FileName), logger, opts)
 }

@@ -16,7 +16,7 @@ import (
 
 func TestOpenEmbeddedCreatesDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "coordinator", "data")
-	s, err := Open(context.Background(), "", dir, nil)
+	s, err := Open(context.Background(), "", dir, sqlite.DefaultOptions(), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.IsType(t, &sqlite.Store{}, s)
@@ -27,7 +27,7 @@ func TestOpenEmbeddedCreatesDataDir(t *testing.T) {
 
 func TestOpenPostgresWhenURLIsSet(t *testing.T) {
 	url := testenv.NewPostgresDB(t)
-	s, err := Open(context.Background(), url, t.TempDir(), nil)
+	s, err := Open(context.Background(), url, t.TempDir(), sqlite.DefaultOptions(), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.IsType(t, &postgres.Store{}, s)
@@ -47,7 +47,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Open(context.Background(), tc.url, tc.dir, nil)
+			_, err := Open(context.Background(), tc.url, tc.dir, sqlite.DefaultOptions(), nil)
 			require.Error(t, err)
 			require.Equal(t, tc.kind, errs.KindOf(err), "%v", err)
 		})

@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/metatest"
 )
@@ -175,5 +178,46 @@ func BenchmarkFinalWrite(b *testing.B) {
 			}
 			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
+	}
+}
+
+// Options.CheckpointPages decides how large the WAL grows before the writer
+// checkpoints it into the database file; it must stay within its bounds.
+func TestCheckpointPagesBoundsTheWAL(t *testing.T) {
+	ctx := context.Background()
+	walAfterWrites := func(pages int) int64 {
+		path := filepath.Join(t.TempDir(), "metadata.db")
+		s, err := OpenWith(ctx, path, nil, Options{CheckpointPages: pages})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		var got int
+		require.NoError(t, s.write.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&got))
+		require.Equal(t, pages, got)
+		require.NoError(t, s.CreateNode(ctx, &meta.Node{ID: "node-1", Host: "h", Port: 1, Status: meta.NodeHealthy}))
+		// One commit each, so that the WAL passes any threshold between
+		// two commits.
+		for range 400 {
+			rec := &meta.FileRecord{
+				File:     meta.File{ID: uuid.NewString(), Name: "f", Status: meta.FileActive, ReplicationFactor: 1, PrimaryNodeID: "node-1"},
+				Replicas: []meta.Replica{{NodeID: "node-1", Status: meta.ReplicaActive}},
+			}
+			require.NoError(t, s.CreateFile(ctx, rec))
+		}
+		fi, err := os.Stat(path + "-wal")
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	const frame = 4096 + 24 // a page and its frame header
+	small, large := walAfterWrites(MinCheckpointPages), walAfterWrites(5000)
+	t.Logf("WAL after 400 commits: %d bytes checkpointing at %d pages, %d at 5000", small, MinCheckpointPages, large)
+	// A commit writes a few pages, so the WAL passes the threshold by a few
+	// frames before the commit that passed it checkpoints and the next
+	// starts it over.
+	require.Less(t, small, int64((MinCheckpointPages+50)*frame))
+	require.Greater(t, large, int64(4*MinCheckpointPages*frame), "without a checkpoint, the WAL holds every commit")
+
+	for _, pages := range []int{MinCheckpointPages - 1, MaxCheckpointPages + 1} {
+		_, err := OpenWith(ctx, filepath.Join(t.TempDir(), "metadata.db"), nil, Options{CheckpointPages: pages})
+		require.Equal(t, errs.Invalid, errs.KindOf(err), "%d: %v", pages, err)
 	}
 }
