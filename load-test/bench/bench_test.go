@@ -165,6 +165,8 @@ func TestAddCPUPerOperation(t *testing.T) {
 	require.InDelta(t, 500, figs[dfsCPU+"upload4k.coordinator"+usPerOp].Median, 1e-9, "0.5 cores at 1,000 ops/s is 500 µs an operation")
 	require.InDelta(t, 500, figs[dfsCPU+"upload4k.nodes"+usPerOp].Median, 1e-9, "the nodes are added up")
 	require.InDelta(t, 100, figs[dfsCPU+"upload4k.bench"+usPerOp].Median, 1e-9)
+	require.InDelta(t, 1000, figs[dfsCPU+"upload4k"+servers+usPerOp].Median, 1e-9, "the coordinator and the nodes together")
+	require.NotContains(t, figs, dfsCPU+"download4k"+servers+usPerOp)
 	require.InDelta(t, 0.5, figs[dfsCPU+"download4k.coordinator"].Median, 1e-9)
 	require.NotContains(t, figs, dfsCPU+"download4k.coordinator"+usPerOp, "no operation, no figure per operation")
 

@@ -196,7 +196,13 @@ func renameCPU(figs map[string]Figure, phase, what string) {
 		rename(figs, dfsCPU+phase+"."+who, names[who]+" during "+what)
 		rename(figs, dfsCPU+phase+"."+who+usPerOp, names[who]+" per operation, "+what)
 	}
+	rename(figs, dfsCPU+phase+servers+usPerOp, "coordinator and nodes' CPU per operation, "+what)
 }
+
+// servers is the key part of the figure that adds the coordinator's and the
+// nodes' CPU per operation: what dfs itself spent, to set beside what the
+// peer's processes spent.
+const servers = ".servers"
 
 // addCPU adds what a meterCPU measured over the window of r: in cores for
 // each of cpuWho, and in CPU microseconds per operation (cores over the
@@ -224,6 +230,9 @@ func addCPU(s *series, phase string, r loopResult, wait func() (map[string]float
 		if rate > 0 {
 			s.add(dfsCPU+phase+"."+who+usPerOp, "µs/op", cpuMicros(used[who], rate))
 		}
+	}
+	if rate > 0 {
+		s.add(dfsCPU+phase+servers+usPerOp, "µs/op", cpuMicros(used["coordinator"]+used["nodes"], rate))
 	}
 }
 

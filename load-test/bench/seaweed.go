@@ -408,7 +408,7 @@ func (b *bench) runPeerSmall(ctx context.Context, run int) error {
 		})
 		b.loopFailures("SeaweedFS 4 KiB upload under "+mode.prefix, r)
 		addRate(ps.s, mode.key, r)
-		addPeerCPU(ps.s, strings.TrimPrefix(strings.TrimSuffix(mode.key, ".rate"), "peer."), cpu)
+		addPeerCPU(ps.s, strings.TrimPrefix(strings.TrimSuffix(mode.key, ".rate"), "peer."), r, cpu)
 	}
 	paths := make([]string, 0, len(ps.sums))
 	for p := range ps.sums {
@@ -430,13 +430,14 @@ func (b *bench) runPeerSmall(ctx context.Context, run int) error {
 	})
 	b.loopFailures("SeaweedFS 4 KiB download", r)
 	addRate(ps.s, peerDownload, r)
-	addPeerCPU(ps.s, "download4k", cpu)
+	addPeerCPU(ps.s, "download4k", r, cpu)
 	return nil
 }
 
 // addPeerCPU adds the CPU of the peer's processes together and of the load
-// generator, in cores.
-func addPeerCPU(s *series, phase string, wait func() (map[string]float64, float64)) {
+// generator, in cores, and the peer's in CPU microseconds per operation of
+// r (as addCPU does for dfs).
+func addPeerCPU(s *series, phase string, r loopResult, wait func() (map[string]float64, float64)) {
 	byProc, _ := wait()
 	peer := 0.0
 	for name, c := range byProc {
@@ -446,6 +447,9 @@ func addPeerCPU(s *series, phase string, wait func() (map[string]float64, float6
 	}
 	s.add("peer.cpu."+phase+".seaweedfs", "cores", peer)
 	s.add("peer.cpu."+phase+".bench", "cores", byProc[loadGenerator])
+	if rate := r.rate(); rate > 0 {
+		s.add("peer.cpu."+phase+".seaweedfs"+usPerOp, "µs/op", cpuMicros(peer, rate))
+	}
 }
 
 // runPeerLarge measures one upload and one download of b.largeSize bytes
@@ -668,6 +672,7 @@ func (b *bench) peerFigures(ctx context.Context) error {
 	for _, phase := range []string{"upload4k-synced", "upload4k", "download4k"} {
 		rename(figs, "peer.cpu."+phase+".seaweedfs", "SeaweedFS processes' CPU during "+phase)
 		rename(figs, "peer.cpu."+phase+".bench", "load generator's CPU during SeaweedFS "+phase)
+		rename(figs, "peer.cpu."+phase+".seaweedfs"+usPerOp, "SeaweedFS processes' CPU per operation, "+phase)
 	}
 	b.res.addFigures(figs)
 	return nil
@@ -690,6 +695,12 @@ func (b *bench) peerRows() {
 		row(layoutKey(dfsUploadP, s)+"99", peerUploadP+"99", "")
 		row(layoutKey(dfsDownload, s), peerDownload, "target ≥ 1.2")
 		row(layoutKey(dfsDownloadP, s)+"99", peerDownloadP+"99", "")
+		// What each system's own processes spent per operation: steadier
+		// than the rates when other work shares the machine. Below 1, dfs
+		// spent less.
+		row(dfsCPU+"upload4k"+s+servers+usPerOp, "peer.cpu.upload4k-synced.seaweedfs"+usPerOp, "")
+		row(dfsCPU+"upload4k"+s+servers+usPerOp, "peer.cpu.upload4k.seaweedfs"+usPerOp, "")
+		row(dfsCPU+"download4k"+s+servers+usPerOp, "peer.cpu.download4k.seaweedfs"+usPerOp, "")
 	}
 	row(dfsBigUp, peerBigUp, "target ≥ 2")
 	row(dfsBigUp, peerBigUpSynced, "")

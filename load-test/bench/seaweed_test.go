@@ -117,6 +117,8 @@ func TestPeerRows(t *testing.T) {
 		peerBigDown:              newFigure("peer down", "MB/s", []float64{50}),
 		dfsUploadP + "99":        newFigure("dfs p99", "ms", []float64{10}),
 		peerUploadSyncedP + "99": newFigure("peer p99", "ms", []float64{20}),
+		dfsCPU + "upload4k-volumes" + servers + usPerOp: newFigure("dfs cpu", "µs/op", []float64{600}),
+		"peer.cpu.upload4k.seaweedfs" + usPerOp:         newFigure("peer cpu", "µs/op", []float64{1200}),
 	}}}
 	b.peerRows()
 	got := map[string]float64{}
@@ -128,6 +130,7 @@ func TestPeerRows(t *testing.T) {
 		dfsUpload + " / " + peerUpload:                  0.75,
 		dfsBigDown + " / " + peerBigDown:                2,
 		dfsUploadP + "99 / " + peerUploadSyncedP + "99": 0.5,
+		dfsCPU + "upload4k-volumes" + servers + usPerOp + " / peer.cpu.upload4k.seaweedfs" + usPerOp: 0.5,
 	}, got)
 	i := slices.IndexFunc(b.res.Rows, func(r Row) bool { return r.Baseline == peerUploadSynced })
 	require.Equal(t, "target ≥ 1.5", b.res.Rows[i].Note)
