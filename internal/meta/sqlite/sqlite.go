@@ -26,9 +26,10 @@
 // WAL holds once, however many commits rewrote it, and syncs the database
 // file; uploads rewrite the same index pages over and over, so fewer,
 // larger checkpoints write and sync much less (BenchmarkParallelUpload, at
-// 150,000 files: 129 against 174 µs of CPU per upload). The price is a WAL
-// of up to about 40 MiB on disk, which SQLite reuses rather than shrinks,
-// and a longer pause for the one batch whose COMMIT runs the checkpoint.
+// 150,000 files: 124-130 against 144-149 µs of CPU per upload). The price
+// is a WAL of up to about 40 MiB on disk, which SQLite reuses rather than
+// shrinks, and a longer pause for the one batch whose COMMIT runs the
+// checkpoint.
 //
 // The schema (migrations/sqlite) has the same tables, constraints, indexes and
 // versions as the PostgreSQL one; timestamps are INTEGER microseconds since
