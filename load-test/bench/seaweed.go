@@ -695,9 +695,8 @@ func (b *bench) peerRows() {
 		row(layoutKey(dfsUploadP, s)+"99", peerUploadP+"99", "")
 		row(layoutKey(dfsDownload, s), peerDownload, "target ≥ 1.2")
 		row(layoutKey(dfsDownloadP, s)+"99", peerDownloadP+"99", "")
-		// What each system's own processes spent per operation: steadier
-		// than the rates when other work shares the machine. Below 1, dfs
-		// spent less.
+		// What each system's own processes spent per operation. Below 1,
+		// dfs spent less.
 		row(dfsCPU+"upload4k"+s+servers+usPerOp, "peer.cpu.upload4k-synced.seaweedfs"+usPerOp, "")
 		row(dfsCPU+"upload4k"+s+servers+usPerOp, "peer.cpu.upload4k.seaweedfs"+usPerOp, "")
 		row(dfsCPU+"download4k"+s+servers+usPerOp, "peer.cpu.download4k.seaweedfs"+usPerOp, "")
