@@ -882,6 +882,9 @@ func testFilesAfter(t *testing.T, s meta.Store) {
 					require.Equal(t, rec.ID, r.FileID)
 				}
 				require.True(t, slices.IsSortedFunc(rec.Replicas, func(a, b meta.Replica) int { return strings.Compare(a.NodeID, b.NodeID) }))
+				one, err := s.GetFile(ctx, rec.ID)
+				require.NoError(t, err)
+				require.Equal(t, one.Replicas, rec.Replicas, "a page's copies are the record's, every field")
 			}
 			if len(page) < limit {
 				break

@@ -291,6 +291,27 @@ func TestIndexedQueries(t *testing.T) {
 	}
 }
 
+// TestFilesAfterReadsInIndexOrder checks that both statements of a
+// FilesAfter page walk an index in the order they return, so a page never
+// sorts what it reads.
+func TestFilesAfterReadsInIndexOrder(t *testing.T) {
+	s := openTest(t)
+	for _, tc := range []struct {
+		name, query, index string
+		args               []any
+	}{
+		{"a page of files after an ID", sqlFilesAfter, "sqlite_autoindex_files_1", []any{"", 500}},
+		{"the copies of a page", sqlReplicasBetween, "sqlite_autoindex_file_replicas_1", []any{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			joined := strings.Join(queryPlan(t, s, tc.query, tc.args...), "\n")
+			require.Regexp(t, "^SEARCH [a-z_]+ USING INDEX "+tc.index+" ", joined)
+			require.NotContains(t, joined, "TEMP B-TREE")
+			require.NotContains(t, joined, "SCAN")
+		})
+	}
+}
+
 // TestDefaultListingReadsInPageOrder checks that a page of the default
 // listing walks the files newest first along their index, which ends after
 // the page, and never sorts every listed file (BenchmarkListFiles).
