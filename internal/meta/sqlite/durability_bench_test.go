@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -159,4 +160,28 @@ func BenchmarkFilesAfter(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*files), "ns/file")
+}
+
+// BenchmarkGetFile measures what a download asks of the store when the
+// coordinator's record cache misses: one file with its three copies, by ID,
+// among 20,000, from as many goroutines as the read pool serves.
+func BenchmarkGetFile(b *testing.B) {
+	const files = 20_000
+	s := openTest(b)
+	ids := seedFiles(b, s, files, []string{"node-1", "node-2", "node-3", "node-4", "node-5"})
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := ids[int(next.Add(7919))%files]
+			rec, err := s.GetFile(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(rec.Replicas) != 3 {
+				b.Fatalf("file %s has %d copies, want 3", id, len(rec.Replicas))
+			}
+		}
+	})
 }
