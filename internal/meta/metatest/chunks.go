@@ -114,6 +114,11 @@ func testChunkedFileLifecycle(t *testing.T, s meta.Store) {
 	require.Equal(t, []int64{0, 100, 200}, []int64{got[0].Chunk.Offset, got[1].Chunk.Offset, got[2].Chunk.Offset})
 	require.Equal(t, []int{1, 1, 2}, []int{got[0].Chunk.Part, got[1].Chunk.Part, got[2].Chunk.Part})
 	require.Equal(t, c2[0], got[2].ID)
+	for _, c := range got {
+		one, err := s.GetFile(ctx, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, one, c, "a chunk listed is the chunk read alone, copies and every field")
+	}
 	left, err := s.ChunksOf(ctx, p1.PartID)
 	require.NoError(t, err)
 	require.Empty(t, left)

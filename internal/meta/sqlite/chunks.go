@@ -11,26 +11,37 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-// sqlChunksOf reads the chunks of one parent with their replicas, in one
-// statement so that they are one snapshot.
-const sqlChunksOf = `SELECT ` + fileColumns + `,
-		r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
-	FROM files f LEFT JOIN file_replicas r ON r.file_id = f.id
-	WHERE f.parent_id = ?
-	ORDER BY f.chunk_part, f.chunk_index, f.id, r.node_id`
+// The chunks of one parent are read as a FilesAfter page is: the chunks by
+// part and index, then their copies, in one read or write transaction so
+// that they are one snapshot.
+const (
+	sqlChunksOf = `SELECT ` + fileColumns + `
+	FROM files f WHERE f.parent_id = ? ORDER BY f.chunk_part, f.chunk_index, f.id`
+	sqlChunkReplicas = `SELECT r.file_id, r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
+	FROM files f JOIN file_replicas r ON r.file_id = f.id WHERE f.parent_id = ?`
+)
 
 // ChunksOf returns the chunks of parentID by part and index.
 func (s *Store) ChunksOf(ctx context.Context, parentID string) ([]meta.FileRecord, error) {
 	var out []meta.FileRecord
 	err := s.readTx(ctx, "list chunks of "+parentID, func(tx *sql.Tx) error {
 		var err error
-		out, err = queryRecords(ctx, tx, sqlChunksOf, parentID)
+		out, err = chunksOf(ctx, tx, parentID)
 		return err
 	})
 	if err != nil {
 		return nil, fail(ctx, err, "list chunks of "+parentID)
 	}
 	return out, nil
+}
+
+// chunksOf reads the chunks of parentID with their copies inside tx.
+func chunksOf(ctx context.Context, tx *sql.Tx, parentID string) ([]meta.FileRecord, error) {
+	chunks, err := queryFiles(ctx, tx, sqlChunksOf, parentID)
+	if err != nil || len(chunks) == 0 {
+		return chunks, err
+	}
+	return chunks, addReplicas(ctx, tx, chunks, sqlChunkReplicas, parentID)
 }
 
 // deleteChunks marks the chunks selected by where (over files, one
@@ -348,7 +359,7 @@ func refreshManifests(ctx context.Context, tx *sql.Tx, ids ...string) (map[strin
 
 // deriveManifest stores the status the chunks of manifest id give.
 func deriveManifest(ctx context.Context, tx *sql.Tx, id string) (rules.ManifestState, error) {
-	chunks, err := queryRecords(ctx, tx, sqlChunksOf, id)
+	chunks, err := chunksOf(ctx, tx, id)
 	if err != nil {
 		return rules.ManifestState{}, err
 	}

@@ -656,11 +656,10 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 
 // A page of FilesAfter is two statements in one read transaction, so each
 // record is one snapshot: the page's files, then the copies of every file
-// whose ID lies between the page's first and last. One joined statement would
-// hand back every file column once per copy, and decoding those columns
-// three times was most of what a page cost (BenchmarkFilesAfter). Canonical
-// IDs are lower-case UUID text, which sorts as their bytes do, so SQLite's
-// order and Go's string order agree.
+// whose ID lies between the page's first and last (in SQLite's order, the
+// page's own). One joined statement would hand back every file column once
+// per copy, and decoding those columns three times was most of what a page
+// cost (BenchmarkFilesAfter).
 const (
 	sqlFilesAfter = `SELECT ` + fileColumns + `
 	FROM files f WHERE f.id > ? AND ` + blobRows + ` ORDER BY f.id LIMIT ?`
@@ -679,7 +678,7 @@ func (s *Store) FilesAfter(ctx context.Context, after string, limit int) ([]meta
 		if out, err = queryFiles(ctx, tx, sqlFilesAfter, after, limit); err != nil || len(out) == 0 {
 			return err
 		}
-		return addReplicasBetween(ctx, tx, out)
+		return addReplicas(ctx, tx, out, sqlReplicasBetween, out[0].ID, out[len(out)-1].ID)
 	})
 	if err != nil {
 		return nil, err
@@ -705,16 +704,20 @@ func queryFiles(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]m
 	return out, rows.Err()
 }
 
-// addReplicasBetween gives each of recs, sorted by ID, its copies. The range
-// also holds the copies of files the page left out (manifests); those are
-// passed over.
-func addReplicasBetween(ctx context.Context, tx *sql.Tx, recs []meta.FileRecord) error {
-	rows, err := tx.QueryContext(ctx, sqlReplicasBetween, recs[0].ID, recs[len(recs)-1].ID)
+// addReplicas gives each of recs its copies, read by query: a copy's file
+// ID, then its columns. Copies of files recs does not hold (a manifest a page
+// left out) are passed over. Each record's copies end up in node order, the
+// order every read returns, whatever order query has.
+func addReplicas(ctx context.Context, tx *sql.Tx, recs []meta.FileRecord, query string, args ...any) error {
+	at := make(map[string]int, len(recs))
+	for i := range recs {
+		at[recs[i].ID] = i
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	i := 0
 	var fileID sql.RawBytes
 	for rows.Next() {
 		var r meta.Replica
@@ -723,52 +726,21 @@ func addReplicasBetween(ctx context.Context, tx *sql.Tx, recs []meta.FileRecord)
 		if err := rows.Scan(&fileID, &r.ID, &r.NodeID, &status, &created, &updated, &r.Version); err != nil {
 			return err
 		}
-		for i < len(recs) && recs[i].ID < string(fileID) {
-			i++
-		}
-		if i == len(recs) {
-			break
-		}
-		if recs[i].ID != string(fileID) {
+		i, ok := at[string(fileID)]
+		if !ok {
 			continue
 		}
 		r.FileID, r.Status = recs[i].ID, meta.ReplicaStatus(status)
 		r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
 		recs[i].Replicas = append(recs[i].Replicas, r)
 	}
-	return rows.Err()
-}
-
-// queryRecords runs a query of fileColumns and one replica's columns per
-// row, ordered by file, and gathers each file's replicas.
-func queryRecords(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]meta.FileRecord, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
+	if err := rows.Err(); err != nil {
+		return err
 	}
-	defer rows.Close()
-	out := []meta.FileRecord{}
-	for rows.Next() {
-		var fr fileRow
-		var rID, rCreated, rUpdated, rVersion sql.NullInt64
-		var rNode, rStatus sql.NullString
-		if err := rows.Scan(append(fr.dest(), &rID, &rNode, &rStatus, &rCreated, &rUpdated, &rVersion)...); err != nil {
-			return nil, err
-		}
-		f := fr.file()
-		if n := len(out); n == 0 || out[n-1].ID != f.ID {
-			out = append(out, meta.FileRecord{File: f})
-		}
-		if !rID.Valid {
-			continue
-		}
-		rec := &out[len(out)-1]
-		rec.Replicas = append(rec.Replicas, meta.Replica{
-			ID: rID.Int64, FileID: f.ID, NodeID: rNode.String, Status: meta.ReplicaStatus(rStatus.String),
-			CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64), Version: rVersion.Int64,
-		})
+	for i := range recs {
+		rules.SortReplicas(recs[i].Replicas)
 	}
-	return out, rows.Err()
+	return nil
 }
 
 // GetState returns the value stored under key.

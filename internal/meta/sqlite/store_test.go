@@ -277,6 +277,8 @@ func TestIndexedQueries(t *testing.T) {
 		{"durability of chunked files", sqlDurabilityChunked, "files_parent_idx", []any{`["node-1"]`}},
 		{"durability of chunked files by node", sqlDurabilityChunkedByNode, "files_parent_idx", []any{`["node-1"]`}},
 		{"files by risk", sqlFileIDsByRisk, "sqlite_autoindex_files_1", []any{`["0b6d5c1e-8f0a-4a8e-9c52-3d1f0f6e2a11"]`}},
+		{"the chunks of a parent", sqlChunksOf, "files_parent_idx", []any{"p"}},
+		{"the copies of a parent's chunks", sqlChunkReplicas, "files_parent_idx", []any{"p"}},
 		{"repair queue", sqlRepairQueue, "files_durability_idx", nil},
 		{"a page of PENDING files", listPageSQL([]string{"PENDING"}, listedWhere(1)), "files_top_status_idx",
 			[]any{"PENDING", 50, 0}},
