@@ -164,7 +164,8 @@ func BenchmarkFilesAfter(b *testing.B) {
 
 // BenchmarkGetFile measures what a download asks of the store when the
 // coordinator's record cache misses: one file with its three copies, by ID,
-// among 20,000, from as many goroutines as the read pool serves.
+// among 20,000, from eight goroutines per processor, more than the read
+// pool has connections, as under a download load.
 func BenchmarkGetFile(b *testing.B) {
 	const files = 20_000
 	s := openTest(b)
