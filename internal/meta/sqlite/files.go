@@ -71,6 +71,26 @@ func (r *fileRow) file() meta.File {
 
 // recordQuery reads a file and its replicas in one statement, so the two are
 // one snapshot; where selects the file by one argument.
+// replicaRow receives a copy's columns as the copy queries return them: id,
+// node_id, status, created_at, updated_at, version.
+type replicaRow struct {
+	r                meta.Replica
+	status           string
+	created, updated int64
+}
+
+func (c *replicaRow) dest() []any {
+	return []any{&c.r.ID, &c.r.NodeID, &c.status, &c.created, &c.updated, &c.r.Version}
+}
+
+// replica is the copy just scanned, of the file fileID.
+func (c *replicaRow) replica(fileID string) meta.Replica {
+	r := c.r
+	r.FileID, r.Status = fileID, meta.ReplicaStatus(c.status)
+	r.CreatedAt, r.UpdatedAt = fromMicros(c.created), fromMicros(c.updated)
+	return r
+}
+
 func recordQuery(where string) string {
 	return `SELECT ` + fileColumns + `,
 			r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
@@ -313,17 +333,13 @@ func replaceReplicas(ctx context.Context, ws stmtSet, tx *sql.Tx, c *meta.FileRe
 		return err
 	}
 	var stored []meta.Replica
+	var row replicaRow
 	for rows.Next() {
-		r := meta.Replica{FileID: c.ID}
-		var status string
-		var created, updated int64
-		if err := rows.Scan(&r.ID, &r.NodeID, &status, &created, &updated, &r.Version); err != nil {
+		if err := rows.Scan(row.dest()...); err != nil {
 			_ = rows.Close()
 			return err
 		}
-		r.Status = meta.ReplicaStatus(status)
-		r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
-		stored = append(stored, r)
+		stored = append(stored, row.replica(c.ID))
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return err
@@ -719,20 +735,17 @@ func addReplicas(ctx context.Context, tx *sql.Tx, recs []meta.FileRecord, query 
 	}
 	defer rows.Close()
 	var fileID sql.RawBytes
+	var row replicaRow
+	dest := append([]any{&fileID}, row.dest()...)
 	for rows.Next() {
-		var r meta.Replica
-		var status string
-		var created, updated int64
-		if err := rows.Scan(&fileID, &r.ID, &r.NodeID, &status, &created, &updated, &r.Version); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 		i, ok := at[string(fileID)]
 		if !ok {
 			continue
 		}
-		r.FileID, r.Status = recs[i].ID, meta.ReplicaStatus(status)
-		r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
-		recs[i].Replicas = append(recs[i].Replicas, r)
+		recs[i].Replicas = append(recs[i].Replicas, row.replica(recs[i].ID))
 	}
 	if err := rows.Err(); err != nil {
 		return err
