@@ -107,7 +107,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		AntiEntropyRate:             l.Int("ANTI_ENTROPY_RATE", antientropy.DefaultRate, 1, 1_000_000),
 		AntiEntropyOrphanGrace:      l.Duration("ANTI_ENTROPY_ORPHAN_GRACE", antientropy.DefaultOrphanGrace),
 		ReplicaWriteConcurrency:     l.Int("REPLICA_WRITE_CONCURRENCY", 64, 1, 4096),
-		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 10000, 0, 10_000_000),
+		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 25000, 0, 10_000_000),
 		SQLiteCheckpointPages:       l.Int("SQLITE_CHECKPOINT_PAGES", sqlite.DefaultCheckpointPages, sqlite.MinCheckpointPages, sqlite.MaxCheckpointPages),
 		NodeStallTimeout:            l.Duration("NODE_STALL_TIMEOUT", nodeclient.DefaultStallTimeout),
 		NodeBatchMax:                l.Int("NODE_BATCH_MAX", nodeclient.DefaultBatchMax, 1, wire.MaxBatchItems),

@@ -19,7 +19,7 @@ func TestConfigDefaults(t *testing.T) {
 		RepairInterval: time.Minute, VerifyChecksumOnDownload: true, DownloadBufferSize: 1 << 20,
 		CacheEnabled: true, CacheMetadataTTL: 2 * time.Minute, PendingUploadTimeout: 15 * time.Minute, PendingRecordDelay: time.Second,
 		AntiEntropyInterval: 10 * time.Minute, AntiEntropyRate: 2000, AntiEntropyOrphanGrace: 30 * time.Minute,
-		ReplicaWriteConcurrency: 64, LocalCacheEntries: 10000, SQLiteCheckpointPages: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, NodeBatchMax: 64, NodeBatchInflight: 2, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
+		ReplicaWriteConcurrency: 64, LocalCacheEntries: 25000, SQLiteCheckpointPages: 10000, ContentCacheMaxFile: 64 << 10, NodeStallTimeout: 30 * time.Second, NodeBatchMax: 64, NodeBatchInflight: 2, RebalanceParallelism: 32, SpoolMemoryMax: 256 << 10, SpoolMemoryLimit: 16 << 20, DrainTimeout: 5 * time.Minute, LeaseTTL: 20 * time.Second, LogLevel: "info", LogFormat: "text",
 		S3Region: "us-east-1", APIAuth: "keys",
 		ChunkSize: 8 << 20, ChunkUploadConcurrency: 3, ChunkBuffers: 3, ChunkReadAhead: 2, UploadSessionTTL: 24 * time.Hour,
 		ShutdownTimeout: 3 * time.Second,

@@ -22,7 +22,6 @@ package localcache
 import (
 	"container/list"
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/dfs-project/dfs/internal/meta"
@@ -59,9 +58,10 @@ type flight struct {
 	crossed bool
 }
 
+// entry is one record held, packed (pack.go).
 type entry struct {
-	id  string
-	rec meta.FileRecord
+	id     string
+	packed string
 }
 
 // Options configure a Store. Hits and Misses, when set, are told of each
@@ -103,8 +103,9 @@ func (s *Store) GetFile(ctx context.Context, id string) (meta.FileRecord, error)
 	s.mu.Lock()
 	if el, ok := s.entries[id]; ok {
 		s.lru.MoveToFront(el)
-		rec := clone(el.Value.(*entry).rec)
+		packed := el.Value.(*entry).packed
 		s.mu.Unlock()
+		rec := unpack(packed)
 		s.hits()
 		return rec, nil
 	}
@@ -126,14 +127,22 @@ func (s *Store) GetFile(ctx context.Context, id string) (meta.FileRecord, error)
 }
 
 // put keeps a copy of rec as id's record, the most recent; s.mu is held.
+// A record pack cannot hold exactly is not kept, and drops what was held.
 func (s *Store) put(id string, rec meta.FileRecord) {
-	rec = clone(rec)
+	packed, ok := pack(&rec)
+	if !ok {
+		s.remove(id)
+		return
+	}
+	if packedID(packed) == id {
+		id = packedID(packed) // the map key then shares the packed string's memory
+	}
 	if el, ok := s.entries[id]; ok { // another reader or a write filled it meanwhile
-		el.Value.(*entry).rec = rec
+		el.Value.(*entry).packed = packed
 		s.lru.MoveToFront(el)
 		return
 	}
-	s.entries[id] = s.lru.PushFront(&entry{id: id, rec: rec})
+	s.entries[id] = s.lru.PushFront(&entry{id: id, packed: packed})
 	for s.lru.Len() > s.max {
 		oldest := s.lru.Back()
 		s.lru.Remove(oldest)
@@ -145,6 +154,11 @@ func (s *Store) put(id string, rec meta.FileRecord) {
 // a read in progress discards what it read; s.mu is held.
 func (s *Store) drop(id string) {
 	s.writes++
+	s.remove(id)
+}
+
+// remove forgets id's record; s.mu is held.
+func (s *Store) remove(id string) {
 	if el, ok := s.entries[id]; ok {
 		s.lru.Remove(el)
 		delete(s.entries, id)
@@ -323,11 +337,4 @@ func (s *Store) dropAll() {
 	s.writes++
 	s.entries = map[string]*list.Element{}
 	s.lru.Init()
-}
-
-// clone copies rec so that neither the caller nor the cache can change the
-// other's copy through the shared replica slice.
-func clone(rec meta.FileRecord) meta.FileRecord {
-	rec.Replicas = slices.Clone(rec.Replicas)
-	return rec
 }
