@@ -3,7 +3,7 @@ package localcache
 import (
 	"container/list"
 	"context"
-	"maps"
+	"slices"
 	"sync"
 
 	"github.com/dfs-project/dfs/internal/meta"
@@ -31,22 +31,25 @@ type Objects struct {
 	mu      sync.Mutex
 	entries map[objectKey]*list.Element // of *objectEntry; front is most recent
 	// byFile finds the rows held that name a file, for its delete. The
-	// store does not forbid two keys naming one file, so it is a set.
-	byFile map[string]map[objectKey]struct{}
+	// store does not forbid two keys naming one file, so it is a list,
+	// nearly always of one.
+	byFile map[string][]objectKey
 	lru    list.List
 	writes uint64 // as in Store: a fill is kept only if it has not moved
 }
 
 type objectKey struct{ bucket, key string }
 
+// objectEntry is one row held, packed (pack.go); its key and file are
+// substrings of the packed row.
 type objectEntry struct {
-	key objectKey
-	o   meta.Object
+	key    objectKey
+	packed string
 }
 
 // NewObjects returns a cache of up to entries object rows in front of ns.
 func NewObjects(ns meta.Namespace, entries int) *Objects {
-	return &Objects{Namespace: ns, max: entries, entries: map[objectKey]*list.Element{}, byFile: map[string]map[objectKey]struct{}{}}
+	return &Objects{Namespace: ns, max: entries, entries: map[objectKey]*list.Element{}, byFile: map[string][]objectKey{}}
 }
 
 // Len is the number of rows held.
@@ -63,9 +66,9 @@ func (c *Objects) GetObject(ctx context.Context, bucket, key string) (meta.Objec
 	c.mu.Lock()
 	if el, ok := c.entries[k]; ok {
 		c.lru.MoveToFront(el)
-		o := cloneObject(el.Value.(*objectEntry).o)
+		packed := el.Value.(*objectEntry).packed
 		c.mu.Unlock()
-		return o, nil
+		return unpackObject(packed), nil
 	}
 	seen := c.writes
 	c.mu.Unlock()
@@ -83,8 +86,15 @@ func (c *Objects) GetObject(ctx context.Context, bucket, key string) (meta.Objec
 		c.lru.MoveToFront(el)
 		return o, nil
 	}
-	c.entries[k] = c.lru.PushFront(&objectEntry{key: k, o: cloneObject(o)})
-	c.index(o.FileID, k)
+	packed, ok := packObject(&o)
+	if !ok {
+		return o, nil // it would not come back identical
+	}
+	if pk := packedObjectKey(packed); pk == k {
+		k = pk // the map's key then shares the packed row's memory
+	}
+	c.entries[k] = c.lru.PushFront(&objectEntry{key: k, packed: packed})
+	c.index(packedObjectFile(packed), k)
 	for c.lru.Len() > c.max {
 		c.remove(c.lru.Back())
 	}
@@ -174,7 +184,7 @@ func (c *Objects) invalidateFile(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writes++
-	for k := range c.byFile[id] {
+	for _, k := range slices.Clone(c.byFile[id]) { // remove edits the list
 		c.remove(c.entries[k])
 	}
 }
@@ -184,34 +194,24 @@ func (c *Objects) invalidateAll() {
 	defer c.mu.Unlock()
 	c.writes++
 	c.entries = map[objectKey]*list.Element{}
-	c.byFile = map[string]map[objectKey]struct{}{}
+	c.byFile = map[string][]objectKey{}
 	c.lru.Init()
 }
 
 // index records that the row held under k names file; c.mu is held.
 func (c *Objects) index(file string, k objectKey) {
-	keys := c.byFile[file]
-	if keys == nil {
-		keys = map[objectKey]struct{}{}
-		c.byFile[file] = keys
-	}
-	keys[k] = struct{}{}
+	c.byFile[file] = append(c.byFile[file], k)
 }
 
 // remove drops one row held and its index entry; c.mu is held.
 func (c *Objects) remove(el *list.Element) {
 	e := c.lru.Remove(el).(*objectEntry)
 	delete(c.entries, e.key)
-	file := e.o.FileID
-	delete(c.byFile[file], e.key)
-	if len(c.byFile[file]) == 0 {
+	file := packedObjectFile(e.packed)
+	keys := slices.DeleteFunc(c.byFile[file], func(k objectKey) bool { return k == e.key })
+	if len(keys) == 0 {
 		delete(c.byFile, file)
+	} else {
+		c.byFile[file] = keys
 	}
-}
-
-// cloneObject copies o so that neither the caller nor the cache can change
-// the other's headers.
-func cloneObject(o meta.Object) meta.Object {
-	o.Headers = maps.Clone(o.Headers)
-	return o
 }

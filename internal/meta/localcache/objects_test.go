@@ -192,6 +192,38 @@ func TestObjectsNeverServeAChangedRow(t *testing.T) {
 	}
 }
 
+// Two keys may name one file: its delete drops both rows held, and a row
+// naming another file stays.
+func TestObjectsAFileDeleteDropsEveryKeyNamingIt(t *testing.T) {
+	ctx := context.Background()
+	counter := &countingNamespace{}
+	s := openObjects(t, func(ns meta.Namespace) meta.Namespace { counter.Namespace = ns; return counter })
+	require.NoError(t, s.CreateBucket(ctx, &meta.Bucket{Name: "b", Owner: "AKIA1"}))
+	put := putKey(t, s, "b", "k", "one")
+	twin := put
+	twin.Key = "k2"
+	_, err := s.PutObject(ctx, &twin)
+	require.NoError(t, err)
+	other := putKey(t, s, "b", "other", "two")
+	for _, k := range []string{"k", "k2", "other"} {
+		_, err := s.GetObject(ctx, "b", k)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 3, s.Len())
+
+	require.NoError(t, s.DeleteFile(ctx, put.FileID))
+	require.Equal(t, 1, s.Len(), "both rows naming the file are dropped")
+	reads := counter.reads.Load()
+	for _, k := range []string{"k", "k2"} {
+		_, err := s.GetObject(ctx, "b", k)
+		requireNotFound(t, err)
+	}
+	got, err := s.GetObject(ctx, "b", "other")
+	require.NoError(t, err)
+	require.Equal(t, other.FileID, got.FileID)
+	require.EqualValues(t, reads+2, counter.reads.Load(), "the row naming another file is still held")
+}
+
 // gatedNamespace holds one GetObject between its read of the store and its
 // return, until the test lets it go: a read that overlaps a write, in a
 // known order.

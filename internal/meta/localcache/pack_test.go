@@ -61,6 +61,27 @@ func TestPackRoundTrip(t *testing.T) {
 	})
 }
 
+// Every field of every object row comes back as it went in, headers
+// included, a nil map as nil and an empty one as empty.
+func TestPackObjectRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o := meta.Object{Bucket: rapid.String().Draw(t, "bucket"), Key: rapid.String().Draw(t, "key"),
+			FileID: rapid.String().Draw(t, "file"), SizeBytes: rapid.Int64().Draw(t, "size"), ETag: rapid.String().Draw(t, "etag"),
+			ContentType: rapid.String().Draw(t, "type"), ModifiedAt: exactTimeGen().Draw(t, "modified")}
+		if rapid.Bool().Draw(t, "headers") {
+			o.Headers = rapid.MapOf(rapid.String(), rapid.String()).Draw(t, "header map")
+		}
+		packed, ok := packObject(&o)
+		require.True(t, ok)
+		require.Equal(t, objectKey{o.Bucket, o.Key}, packedObjectKey(packed))
+		require.Equal(t, o.FileID, packedObjectFile(packed))
+		require.Equal(t, o, unpackObject(packed))
+	})
+	o := meta.Object{Bucket: "b", Key: "k", ModifiedAt: time.Now()}
+	_, ok := packObject(&o)
+	require.False(t, ok, "a time with a monotonic reading")
+}
+
 // What pack cannot give back exactly it refuses, and the cache then holds
 // nothing for that record rather than something different.
 func TestPackRefusesWhatItCannotHoldExactly(t *testing.T) {
@@ -161,6 +182,54 @@ func BenchmarkFootprint(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 	b.ReportMetric(perRecord, "B/record")
+}
+
+// BenchmarkObjectFootprint is BenchmarkFootprint for S3 object rows: a key
+// of 27 bytes, no stored headers.
+// Reproduce: go test -run '^$' -bench ObjectFootprint ./internal/meta/localcache
+func BenchmarkObjectFootprint(b *testing.B) {
+	const rows = 50_000
+	now := fromMicros(time.Now().UnixMicro())
+	ns := &objectMap{rows: map[string]meta.Object{}}
+	keys := make([]string, rows)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("photos/2026/12/img-%06d.jpg", i)
+		ns.rows[keys[i]] = meta.Object{Bucket: "bench-bucket", Key: keys[i], FileID: uuid.NewString(), SizeBytes: 4096,
+			ETag: fmt.Sprintf("%032x", i), ContentType: "application/octet-stream", ModifiedAt: now}
+	}
+	ctx := context.Background()
+	var perRow float64
+	for b.Loop() {
+		c := NewObjects(ns, rows)
+		before := heapAlloc()
+		for _, k := range keys {
+			if _, err := c.GetObject(ctx, "bench-bucket", k); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n := c.Len(); n != rows {
+			b.Fatalf("holds %d rows, want %d", n, rows)
+		}
+		perRow = (float64(heapAlloc()) - float64(before)) / rows
+		runtime.KeepAlive(c)
+	}
+	b.ReportMetric(perRow, "B/row")
+}
+
+// objectMap answers GetObject from a map, with fresh strings as listStore.
+type objectMap struct {
+	meta.Namespace
+	rows map[string]meta.Object
+}
+
+func (m *objectMap) GetObject(_ context.Context, bucket, key string) (meta.Object, error) {
+	o, ok := m.rows[key]
+	if !ok || o.Bucket != bucket {
+		return meta.Object{}, errs.E(errs.NotFound, "no key "+key)
+	}
+	fresh := func(s string) string { return string([]byte(s)) }
+	o.Bucket, o.Key, o.FileID, o.ETag, o.ContentType = fresh(o.Bucket), fresh(o.Key), fresh(o.FileID), fresh(o.ETag), fresh(o.ContentType)
+	return o, nil
 }
 
 // listStore answers GetFile from a map, handing out the strings the store's
