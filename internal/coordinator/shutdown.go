@@ -175,15 +175,18 @@ func (a *App) stopServing(ls []*listener) error {
 	var wg sync.WaitGroup
 	for i, l := range ls {
 		wg.Go(func() {
-			// What is still running when grace ends is named before it is cut.
-			stop := context.AfterFunc(grace, func() {
+			finished[i], errs[i] = l.shutdown(grace)
+			// What is still running when grace ends is named before it is
+			// cut. Named here, once shutdown has returned, not from a
+			// context.AfterFunc on grace: shutdown can see grace end and
+			// return before such a function has started, and stopping it
+			// then would skip the line.
+			if !finished[i] {
 				if left, n := l.requests(); n > 0 {
 					a.log.Warn("shutdown grace is over; cutting off the requests still running", "api", l.name,
 						"requests", n, "oldest", left, "grace", a.cfg.ShutdownTimeout)
 				}
-			})
-			defer stop()
-			finished[i], errs[i] = l.shutdown(grace)
+			}
 		})
 	}
 	wg.Wait()
