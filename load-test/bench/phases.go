@@ -157,6 +157,7 @@ func (b *bench) smallLayout(ctx context.Context, layout string) error {
 	rename(figs, layoutKey(dfsDownloadP, sfx)+"99", "4 KiB download p99"+nameSfx)
 	renameCPU(figs, "upload4k"+sfx, "4 KiB uploads"+nameSfx)
 	renameCPU(figs, "download4k"+sfx, "4 KiB downloads"+nameSfx)
+	renameDownloads(figs, "download4k"+sfx, "4 KiB downloads"+nameSfx)
 	b.res.addFigures(figs)
 	return nil
 }
@@ -265,6 +266,7 @@ func (b *bench) downloads(ctx context.Context, bc *benchCluster, pool []string, 
 	if profile {
 		profDone = b.startProfiles(ctx, bc, "coordinator-"+phase)
 	}
+	hits, misses, countErr := recordCacheLookups(ctx, bc)
 	cpu := meterCPU(clusterPIDs(bc), b.warm, b.window)
 	r := closedLoop(ctx, b.clients, b.warm, b.window, func(ctx context.Context, w, i int) error {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -276,6 +278,41 @@ func (b *bench) downloads(ctx context.Context, bc *benchCluster, pool []string, 
 	b.loopFailures("4 KiB download", r)
 	addRate(s, key, r)
 	addCPU(s, phase, r, cpu)
+	s.add(dfsPrefix+phase+poolFiles, "files", float64(len(pool)))
+	hitsAfter, missesAfter, err := recordCacheLookups(ctx, bc)
+	switch lookups := hitsAfter - hits + missesAfter - misses; {
+	case errors.Join(countErr, err) != nil:
+		b.logf("%s: the record cache's counters could not be read: %v", phase, errors.Join(countErr, err))
+	case lookups > 0: // none when the cache is off (PostgreSQL, LOCAL_CACHE_ENTRIES=0)
+		s.add(dfsPrefix+phase+cacheMisses, "%", 100*(missesAfter-misses)/lookups)
+	}
+}
+
+// Key suffixes of a download phase's figures: how many files the downloads
+// drew from at random, and the share of its record lookups (warm-up
+// included) that the coordinator's record cache (LOCAL_CACHE_ENTRIES)
+// missed and read from the metadata store.
+const (
+	dfsPrefix   = "dfs."
+	poolFiles   = ".files"
+	cacheMisses = ".record-cache-misses"
+)
+
+// recordCacheLookups reads the coordinator's record-cache counters.
+func recordCacheLookups(ctx context.Context, bc *benchCluster) (hits, misses float64, err error) {
+	hits, err = metric(ctx, bc.CoordinatorURL(), "dfs_local_cache_hits_total")
+	if err != nil {
+		return 0, 0, err
+	}
+	misses, err = metric(ctx, bc.CoordinatorURL(), "dfs_local_cache_misses_total")
+	return hits, misses, err
+}
+
+// renameDownloads names the figures downloads added for phase beside its
+// rate, which measured what.
+func renameDownloads(figs map[string]Figure, phase, what string) {
+	rename(figs, dfsPrefix+phase+poolFiles, "files drawn from at random, "+what)
+	rename(figs, dfsPrefix+phase+cacheMisses, "record lookups the cache missed (read from SQLite), "+what)
 }
 
 // cachedFiles is how many 4 KiB files the cached phase reads from.
@@ -329,6 +366,7 @@ func (b *bench) cached(ctx context.Context) error {
 	rename(figs, dfsCachedP+"50", "4 KiB download p50, content cache")
 	rename(figs, dfsCachedP+"99", "4 KiB download p99, content cache")
 	renameCPU(figs, "download4k-cached", "4 KiB downloads with the content cache")
+	renameDownloads(figs, "download4k-cached", "4 KiB downloads with the content cache")
 	b.res.addFigures(figs)
 	return nil
 }
