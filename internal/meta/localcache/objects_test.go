@@ -79,11 +79,19 @@ func addNodeOnce(t *testing.T, s meta.Store) {
 	}
 }
 
-func TestObjectsRepeatedReadsAreServedFromMemory(t *testing.T) {
-	ctx := context.Background()
+// openCounted is openObjects with the object reads that reach the store
+// counted, and bucket "b" created.
+func openCounted(t *testing.T) (cachedNamespace, *countingNamespace) {
+	t.Helper()
 	counter := &countingNamespace{}
 	s := openObjects(t, func(ns meta.Namespace) meta.Namespace { counter.Namespace = ns; return counter })
-	require.NoError(t, s.CreateBucket(ctx, &meta.Bucket{Name: "b", Owner: "AKIA1"}))
+	require.NoError(t, s.CreateBucket(context.Background(), &meta.Bucket{Name: "b", Owner: "AKIA1"}))
+	return s, counter
+}
+
+func TestObjectsRepeatedReadsAreServedFromMemory(t *testing.T) {
+	ctx := context.Background()
+	s, counter := openCounted(t)
 	put := putKey(t, s, "b", "k", "one")
 
 	first, err := s.GetObject(ctx, "b", "k")
@@ -196,9 +204,7 @@ func TestObjectsNeverServeAChangedRow(t *testing.T) {
 // naming another file stays.
 func TestObjectsAFileDeleteDropsEveryKeyNamingIt(t *testing.T) {
 	ctx := context.Background()
-	counter := &countingNamespace{}
-	s := openObjects(t, func(ns meta.Namespace) meta.Namespace { counter.Namespace = ns; return counter })
-	require.NoError(t, s.CreateBucket(ctx, &meta.Bucket{Name: "b", Owner: "AKIA1"}))
+	s, counter := openCounted(t)
 	put := putKey(t, s, "b", "k", "one")
 	twin := put
 	twin.Key = "k2"
