@@ -69,8 +69,6 @@ func (r *fileRow) file() meta.File {
 	return f
 }
 
-// recordQuery reads a file and its replicas in one statement, so the two are
-// one snapshot; where selects the file by one argument.
 // replicaRow receives a copy's columns as the copy queries return them: id,
 // node_id, status, created_at, updated_at, version.
 type replicaRow struct {
@@ -91,6 +89,8 @@ func (c *replicaRow) replica(fileID string) meta.Replica {
 	return r
 }
 
+// recordQuery reads a file and its replicas in one statement, so the two are
+// one snapshot; where selects the file by one argument.
 func recordQuery(where string) string {
 	return `SELECT ` + fileColumns + `,
 			r.id, r.node_id, r.status, r.created_at, r.updated_at, r.version
