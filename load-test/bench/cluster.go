@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -207,16 +208,35 @@ func resetPeakRSS(pid int) error {
 // metric returns the value of one sample of a Prometheus text exposition,
 // such as `dfs_rebalance_runs_total{trigger="JOINED"}`; 0 when absent.
 func metric(ctx context.Context, base, sample string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	v, err := metrics(ctx, base, sample)
 	if err != nil {
 		return 0, err
+	}
+	return v[0], nil
+}
+
+// metrics is metric for several samples, read from one fetch.
+func metrics(ctx context.Context, base string, samples ...string) ([]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	return parseMetric(resp.Body, sample)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float64, len(samples))
+	for i, sample := range samples {
+		if v[i], err = parseMetric(bytes.NewReader(body), sample); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 func parseMetric(r io.Reader, sample string) (float64, error) {

@@ -300,12 +300,11 @@ const (
 
 // recordCacheLookups reads the coordinator's record-cache counters.
 func recordCacheLookups(ctx context.Context, bc *benchCluster) (hits, misses float64, err error) {
-	hits, err = metric(ctx, bc.CoordinatorURL(), "dfs_local_cache_hits_total")
+	v, err := metrics(ctx, bc.CoordinatorURL(), "dfs_local_cache_hits_total", "dfs_local_cache_misses_total")
 	if err != nil {
 		return 0, 0, err
 	}
-	misses, err = metric(ctx, bc.CoordinatorURL(), "dfs_local_cache_misses_total")
-	return hits, misses, err
+	return v[0], v[1], nil
 }
 
 // renameDownloads names the figures downloads added for phase beside its

@@ -134,8 +134,8 @@ func (s *Store) put(id string, rec meta.FileRecord) {
 		s.remove(id)
 		return
 	}
-	if packedID(packed) == id {
-		id = packedID(packed) // the map key then shares the packed string's memory
+	if pid := packedID(packed); pid == id {
+		id = pid // the map key then shares the packed string's memory
 	}
 	if el, ok := s.entries[id]; ok { // another reader or a write filled it meanwhile
 		el.Value.(*entry).packed = packed

@@ -146,20 +146,9 @@ func (f *fixedStore) GetFile(_ context.Context, id string) (meta.FileRecord, err
 // Reproduce: go test -run '^$' -bench Footprint ./internal/meta/localcache
 func BenchmarkFootprint(b *testing.B) {
 	const records = 50_000
-	now := fromMicros(time.Now().UnixMicro())
 	recs := make([]meta.FileRecord, records)
 	for i := range recs {
-		id := uuid.NewString()
-		rec := meta.FileRecord{File: meta.File{
-			ID: id, Name: "bench.bin", ContentType: "application/octet-stream", SizeBytes: 4096,
-			Checksum: fmt.Sprintf("%064x", i), Status: meta.FileActive, PrimaryNodeID: "node-1",
-			ReplicationFactor: 3, RingPosition: ring.Position(id), CreatedAt: now, UpdatedAt: now, Version: 1,
-		}}
-		for n := 1; n <= 3; n++ {
-			rec.Replicas = append(rec.Replicas, meta.Replica{ID: int64(3*i + n), FileID: id, NodeID: fmt.Sprint("node-", n),
-				Status: meta.ReplicaActive, CreatedAt: now, UpdatedAt: now, Version: 1})
-		}
-		recs[i] = rec
+		recs[i] = benchRecord(i)
 	}
 	base := &listStore{recs: map[string]meta.FileRecord{}}
 	for _, r := range recs {
@@ -182,6 +171,23 @@ func BenchmarkFootprint(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 	b.ReportMetric(perRecord, "B/record")
+}
+
+// benchRecord is the i-th record of an uploaded 4 KiB file with three
+// copies, as the bench leaves them.
+func benchRecord(i int) meta.FileRecord {
+	now := fromMicros(time.Now().UnixMicro())
+	id := uuid.NewString()
+	rec := meta.FileRecord{File: meta.File{
+		ID: id, Name: "bench.bin", ContentType: "application/octet-stream", SizeBytes: 4096,
+		Checksum: fmt.Sprintf("%064x", i), Status: meta.FileActive, PrimaryNodeID: "node-1",
+		ReplicationFactor: 3, RingPosition: ring.Position(id), CreatedAt: now, UpdatedAt: now, Version: 1,
+	}}
+	for n := 1; n <= 3; n++ {
+		rec.Replicas = append(rec.Replicas, meta.Replica{ID: int64(3*i + n), FileID: id, NodeID: fmt.Sprint("node-", n),
+			Status: meta.ReplicaActive, CreatedAt: now, UpdatedAt: now, Version: 1})
+	}
+	return rec
 }
 
 // BenchmarkObjectFootprint is BenchmarkFootprint for S3 object rows: a key
@@ -266,19 +272,11 @@ func heapAlloc() uint64 {
 // BenchmarkHit is a lookup the cache answers: the record unpacked from
 // memory, with three copies.
 func BenchmarkHit(b *testing.B) {
-	now := fromMicros(time.Now().UnixMicro())
-	id := uuid.NewString()
-	rec := meta.FileRecord{File: meta.File{ID: id, Name: "bench.bin", ContentType: "application/octet-stream",
-		SizeBytes: 4096, Checksum: fmt.Sprintf("%064x", 1), Status: meta.FileActive, PrimaryNodeID: "node-1",
-		ReplicationFactor: 3, RingPosition: ring.Position(id), CreatedAt: now, UpdatedAt: now, Version: 1}}
-	for n := 1; n <= 3; n++ {
-		rec.Replicas = append(rec.Replicas, meta.Replica{ID: int64(n), FileID: id, NodeID: fmt.Sprint("node-", n),
-			Status: meta.ReplicaActive, CreatedAt: now, UpdatedAt: now, Version: 1})
-	}
-	s := New(&listStore{recs: map[string]meta.FileRecord{id: rec}}, Options{Entries: 1})
+	rec := benchRecord(0)
+	s := New(&listStore{recs: map[string]meta.FileRecord{rec.ID: rec}}, Options{Entries: 1})
 	ctx := context.Background()
 	for b.Loop() {
-		got, err := s.GetFile(ctx, id)
+		got, err := s.GetFile(ctx, rec.ID)
 		if err != nil || len(got.Replicas) != 3 {
 			b.Fatal(got, err)
 		}
