@@ -151,6 +151,29 @@ type Receiver interface {
 	Receive(ctx context.Context, id, checksum string, size int64, r io.Reader) (info Info, created bool, err error)
 }
 
+// BatchItem is one blob of a ReceiveBatch: its id, the SHA-256 its sender
+// declares (hex) and its bytes.
+type BatchItem struct {
+	ID       string
+	Checksum string
+	Data     []byte
+}
+
+// BatchResult is what Receive would have answered for one BatchItem.
+type BatchResult struct {
+	Info    Info
+	Created bool
+	Err     error
+}
+
+// BatchReceiver stores many small blobs given whole in memory at once, each
+// with Receive's rules and answer, more cheaply than a Receive each.
+type BatchReceiver interface {
+	// ReceiveBatch stores items and answers each, in the same order, once
+	// every one has its outcome.
+	ReceiveBatch(ctx context.Context, items []BatchItem) []BatchResult
+}
+
 // Statter describes blobs without reading them.
 type Statter interface {
 	// Stat returns the Info of id, or an errs.NotFound error.

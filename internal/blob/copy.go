@@ -214,6 +214,23 @@ func (l *idLocks) lock(ctx context.Context, id string) (unlock func(), err error
 	}
 }
 
+// tryLock takes id's lock if no writer or remover holds or waits for it;
+// ok is false otherwise.
+func (l *idLocks) tryLock(id string) (unlock func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, busy := l.m[id]; busy {
+		return nil, false
+	}
+	if l.m == nil {
+		l.m = make(map[string]*idLock)
+	}
+	k := &idLock{ch: make(chan struct{}, 1), refs: 1}
+	k.ch <- struct{}{}
+	l.m[id] = k
+	return func() { <-k.ch; l.release(id, k) }, true
+}
+
 func (l *idLocks) release(id string, k *idLock) {
 	l.mu.Lock()
 	k.refs--

@@ -6,6 +6,7 @@ package blob
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -86,6 +87,11 @@ type appendReq struct {
 	// cancelled tells the goroutine not to write: a cut took its offset.
 	// Under the volume's gate.
 	cancelled bool
+}
+
+// info describes the blob r stores.
+func (r *appendReq) info() Info {
+	return Info{ID: r.h.id, Size: r.h.size, Checksum: hex.EncodeToString(r.h.sum[:])}
 }
 
 // syncCounters counts group commits for SyncStats.

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"sync"
 
 	"github.com/dfs-project/dfs/internal/errs"
 )
@@ -124,9 +125,33 @@ func (v *Volumes) replaceFileWithRecord(ctx context.Context, id, sum string, siz
 // the Disk with what was read put back in front of the rest, after a
 // tombstone for the corrupt copy a volume holds, if any (inVolume).
 func (v *Volumes) receiveSmall(ctx context.Context, id, sum string, size int64, r io.Reader, inVolume bool) (Info, bool, error) {
+	req, read, err := v.smallRecord(ctx, id, sum, size, r)
+	if err != nil {
+		return Info{}, false, err
+	}
+	if req == nil {
+		if inVolume {
+			if err := v.tombstone(id); err != nil {
+				return Info{}, false, err
+			}
+		}
+		return v.disk.Receive(ctx, id, sum, -1, io.MultiReader(bytes.NewReader(read), r))
+	}
+	if err := v.commit(req); err != nil {
+		v.acct.release(req.reserved)
+		return Info{}, false, err
+	}
+	return req.info(), true, nil
+}
+
+// smallRecord reads a body of at most inlineMax bytes into a record ready
+// to append, its bytes reserved, and checks it against sum. A body of
+// unknown size (size < 0) that turns out larger gives no record but the
+// bytes read so far, which the caller puts back in front of the rest.
+func (v *Volumes) smallRecord(ctx context.Context, id, sum string, size int64, r io.Reader) (*appendReq, []byte, error) {
 	if size >= 0 {
 		if err := v.acct.checkRoom(size); err != nil {
-			return Info{}, false, err
+			return nil, nil, err
 		}
 	}
 	hl := headerLen(id)
@@ -142,20 +167,15 @@ func (v *Volumes) receiveSmall(ctx context.Context, id, sum string, size int64, 
 	n, actual, err := receiveCopy(ctx, w, io.LimitReader(r, limit), size)
 	if err != nil {
 		v.acct.release(w.reserved)
-		return Info{}, false, fsError(err, "blob %s: receive", id)
+		return nil, nil, fsError(err, "blob %s: receive", id)
 	}
 	if size < 0 && n > v.inlineMax {
 		v.acct.release(w.reserved)
-		if inVolume {
-			if err := v.tombstone(id); err != nil {
-				return Info{}, false, err
-			}
-		}
-		return v.disk.Receive(ctx, id, sum, -1, io.MultiReader(bytes.NewReader(buf.Bytes()[hl:]), r))
+		return nil, buf.Bytes()[hl:], nil
 	}
 	if actual != sum {
 		v.acct.release(w.reserved)
-		return Info{}, false, errs.E(errs.Corrupt, "blob %s: body hashes to %s but %s was declared", id, actual, sum)
+		return nil, nil, errs.E(errs.Corrupt, "blob %s: body hashes to %s but %s was declared", id, actual, sum)
 	}
 	rec = buf.Bytes()
 	for int64(len(rec))%recordAlign != 0 {
@@ -163,11 +183,102 @@ func (v *Volumes) receiveSmall(ctx context.Context, id, sum string, size int64, 
 	}
 	h := recordHeader{id: id, size: n}
 	copy(h.sum[:], mustHex(actual))
-	if err := v.commit(&appendReq{h: h, rec: rec, reserved: w.reserved}); err != nil {
-		v.acct.release(w.reserved)
-		return Info{}, false, err
+	return &appendReq{h: h, rec: rec, reserved: w.reserved}, nil, nil
+}
+
+// ReceiveBatch implements BatchReceiver. A new small blob, the common case,
+// is read and checked here, and the records of all of them are handed to
+// the appender together and waited for by this one goroutine: a batch of
+// copies costs one wake-up when its group's sync returns, not one per copy.
+// Every other item (an id the store holds in any form, one another write
+// holds, a repeat of an id earlier in the batch, a large or invalid one)
+// goes through Receive on a goroutine of its own, exactly as a PUT would.
+func (v *Volumes) ReceiveBatch(ctx context.Context, items []BatchItem) []BatchResult {
+	out := make([]BatchResult, len(items))
+	type held struct {
+		i      int
+		req    *appendReq
+		unlock func()
 	}
-	return Info{ID: id, Size: n, Checksum: actual}, true, nil
+	fast := make([]held, 0, len(items))
+	var slow sync.WaitGroup
+	inBatch := make(map[string]struct{}, len(items))
+	for i, it := range items {
+		_, repeat := inBatch[it.ID]
+		inBatch[it.ID] = struct{}{}
+		var unlock func()
+		if !repeat {
+			unlock = v.newSmallLocked(it)
+		}
+		if unlock == nil {
+			slow.Go(func() {
+				info, created, err := v.Receive(ctx, it.ID, it.Checksum, int64(len(it.Data)), bytes.NewReader(it.Data))
+				out[i] = BatchResult{Info: info, Created: created, Err: err}
+			})
+			continue
+		}
+		req, _, err := v.smallRecord(ctx, it.ID, it.Checksum, int64(len(it.Data)), bytes.NewReader(it.Data))
+		if err != nil {
+			unlock()
+			out[i].Err = err
+			continue
+		}
+		req.done = make(chan error, 1)
+		fast = append(fast, held{i: i, req: req, unlock: unlock})
+	}
+	v.submit.RLock()
+	closed := v.closed.Load()
+	if !closed {
+		for _, f := range fast {
+			v.reqs <- f.req
+		}
+	}
+	v.submit.RUnlock()
+	if !closed && v.submitted != nil {
+		for range fast {
+			v.submitted()
+		}
+	}
+	for _, f := range fast {
+		err := errClosed()
+		if !closed {
+			err = <-f.req.done
+		}
+		if err != nil {
+			v.acct.release(f.req.reserved)
+			out[f.i].Err = err
+		} else {
+			out[f.i] = BatchResult{Info: f.req.info(), Created: true}
+		}
+		f.unlock()
+	}
+	slow.Wait()
+	return out
+}
+
+// newSmallLocked takes the lock of it.ID, without waiting, if it is a valid
+// small blob that the store does not hold in any form, and returns its
+// unlock; nil means the item is for Receive.
+func (v *Volumes) newSmallLocked(it BatchItem) (unlock func()) {
+	if int64(len(it.Data)) > v.inlineMax || v.closed.Load() || ValidateID(it.ID) != nil {
+		return nil
+	}
+	if sum, err := ValidateChecksum(it.Checksum); err != nil || sum != it.Checksum {
+		return nil
+	}
+	unlock, ok := v.locks.tryLock(it.ID)
+	if !ok {
+		return nil
+	}
+	if _, held := v.entry(it.ID); held {
+		unlock()
+		return nil
+	}
+	if h, err := v.disk.lookup(it.ID); err != nil || h.present {
+		unlock()
+		return nil
+	}
+	return unlock
 }
 
 func mustHex(s string) []byte {

@@ -112,12 +112,52 @@ func (s *Server) putBlobBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.batchItems.Observe(float64(len(items)))
 	results := make([]wire.BatchResult, len(items))
-	var wg sync.WaitGroup
-	for i := range items {
-		wg.Go(func() { results[i] = s.receiveItem(r.Context(), items[i]) })
+	if br, ok := s.store.(blob.BatchReceiver); ok {
+		s.receiveBatch(r.Context(), br, items, results)
+	} else {
+		var wg sync.WaitGroup
+		for i := range items {
+			wg.Go(func() {
+				info, created, err := s.receiveItem(r.Context(), items[i])
+				results[i] = s.itemResult(r.Context(), items[i], info, created, err)
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	httpx.WriteJSON(w, http.StatusOK, wire.BatchAnswer{Results: results})
+}
+
+// receiveBatch stores the valid items of a batch with one call of a store
+// that takes them together (blob.BatchReceiver) and answers every item in
+// results.
+func (s *Server) receiveBatch(ctx context.Context, br blob.BatchReceiver, items []wire.BatchItem, results []wire.BatchResult) {
+	valid := make([]blob.BatchItem, 0, len(items))
+	at := make([]int, 0, len(items))
+	for i, it := range items {
+		sum, err := checkItem(it)
+		if err != nil {
+			results[i] = s.itemResult(ctx, it, blob.Info{}, false, err)
+			continue
+		}
+		valid = append(valid, blob.BatchItem{ID: it.ID, Checksum: sum, Data: it.Data})
+		at = append(at, i)
+	}
+	for j, res := range br.ReceiveBatch(ctx, valid) {
+		i := at[j]
+		results[i] = s.itemResult(ctx, items[i], res.Info, res.Created, res.Err)
+	}
+}
+
+// checkItem checks a batch item's id and declared checksum as a PUT's are
+// checked, and gives the checksum in its canonical form.
+func checkItem(it wire.BatchItem) (string, error) {
+	if err := blob.ValidateID(it.ID); err != nil {
+		return "", err
+	}
+	if it.Checksum == "" {
+		return "", errs.E(errs.Invalid, "header %s (the SHA-256 of the body) is required", wire.HeaderChecksum)
+	}
+	return blob.ValidateChecksum(it.Checksum)
 }
 
 // readBatch reads a batch's body whole, refusing one over
@@ -146,16 +186,17 @@ func readBatch(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// receiveItem stores one blob of a batch and gives its result.
-func (s *Server) receiveItem(ctx context.Context, it wire.BatchItem) wire.BatchResult {
-	err := blob.ValidateID(it.ID)
-	var (
-		info    blob.Info
-		created bool
-	)
-	if err == nil {
-		info, created, err = s.receive(ctx, it.ID, it.Checksum, int64(len(it.Data)), bytes.NewReader(it.Data))
+// receiveItem stores one blob of a batch.
+func (s *Server) receiveItem(ctx context.Context, it wire.BatchItem) (blob.Info, bool, error) {
+	if err := blob.ValidateID(it.ID); err != nil {
+		return blob.Info{}, false, err
 	}
+	return s.receive(ctx, it.ID, it.Checksum, int64(len(it.Data)), bytes.NewReader(it.Data))
+}
+
+// itemResult counts and logs the outcome of one blob of a batch and gives
+// its answer, as its own PUT would have been answered.
+func (s *Server) itemResult(ctx context.Context, it wire.BatchItem, info blob.Info, created bool, err error) wire.BatchResult {
 	s.countWrite(info, created, err)
 	if err != nil {
 		s.logRefusal(ctx, it.RequestID, "blob write refused", err, "id", it.ID, "batched", true)
