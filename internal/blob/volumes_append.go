@@ -118,18 +118,31 @@ func (c *syncCounters) snapshot() SyncStats {
 // give up on a cancelled context: the wait is one sync long, and a writer
 // that left could not be told whether its record was committed.
 func (v *Volumes) commit(r *appendReq) error {
-	r.done = make(chan error, 1)
+	if err := v.enqueue(r); err != nil {
+		return err
+	}
+	return <-r.done
+}
+
+// enqueue hands records to the appender, each with the channel its outcome
+// comes on, or none of them (errClosed) once the store is closed.
+func (v *Volumes) enqueue(rs ...*appendReq) error {
 	v.submit.RLock()
 	if v.closed.Load() {
 		v.submit.RUnlock()
 		return errClosed()
 	}
-	v.reqs <- r
+	for _, r := range rs {
+		r.done = make(chan error, 1)
+		v.reqs <- r
+	}
 	v.submit.RUnlock()
 	if v.submitted != nil {
-		v.submitted()
+		for range rs {
+			v.submitted()
+		}
 	}
-	return <-r.done
+	return nil
 }
 
 // appender commits the records handed to it, until Close closes reqs.

@@ -223,25 +223,16 @@ func (v *Volumes) ReceiveBatch(ctx context.Context, items []BatchItem) []BatchRe
 			out[i].Err = err
 			continue
 		}
-		req.done = make(chan error, 1)
 		fast = append(fast, held{i: i, req: req, unlock: unlock})
 	}
-	v.submit.RLock()
-	closed := v.closed.Load()
-	if !closed {
-		for _, f := range fast {
-			v.reqs <- f.req
-		}
+	reqs := make([]*appendReq, len(fast))
+	for j, f := range fast {
+		reqs[j] = f.req
 	}
-	v.submit.RUnlock()
-	if !closed && v.submitted != nil {
-		for range fast {
-			v.submitted()
-		}
-	}
+	queued := v.enqueue(reqs...)
 	for _, f := range fast {
-		err := errClosed()
-		if !closed {
+		err := queued
+		if err == nil {
 			err = <-f.req.done
 		}
 		if err != nil {

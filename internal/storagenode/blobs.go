@@ -68,14 +68,20 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request) {
 // receive stores one blob as a PUT of it asks: declared is the checksum
 // header's value.
 func (s *Server) receive(ctx context.Context, id, declared string, size int64, body io.Reader) (blob.Info, bool, error) {
-	if declared == "" {
-		return blob.Info{}, false, errs.E(errs.Invalid, "header %s (the SHA-256 of the body) is required", wire.HeaderChecksum)
-	}
-	sum, err := blob.ValidateChecksum(declared)
+	sum, err := declaredSum(declared)
 	if err != nil {
 		return blob.Info{}, false, err
 	}
 	return s.store.Receive(ctx, id, sum, size, body)
+}
+
+// declaredSum checks the checksum a write declares for its body and gives it
+// in its canonical form.
+func declaredSum(declared string) (string, error) {
+	if declared == "" {
+		return "", errs.E(errs.Invalid, "header %s (the SHA-256 of the body) is required", wire.HeaderChecksum)
+	}
+	return blob.ValidateChecksum(declared)
 }
 
 // countWrite counts a write's outcome.
@@ -154,10 +160,7 @@ func checkItem(it wire.BatchItem) (string, error) {
 	if err := blob.ValidateID(it.ID); err != nil {
 		return "", err
 	}
-	if it.Checksum == "" {
-		return "", errs.E(errs.Invalid, "header %s (the SHA-256 of the body) is required", wire.HeaderChecksum)
-	}
-	return blob.ValidateChecksum(it.Checksum)
+	return declaredSum(it.Checksum)
 }
 
 // readBatch reads a batch's body whole, refusing one over
