@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -597,5 +598,29 @@ func TestReadyAnswers(t *testing.T) {
 			}
 			require.Equal(t, tc.disk, disk)
 		})
+	}
+}
+
+// TestBlocksVerifiedFollowsTheHeader: a GET answer's BlocksVerified is the
+// node's word that it checked the bytes, and only that.
+func TestBlocksVerifiedFollowsTheHeader(t *testing.T) {
+	data := []byte("verified bytes")
+	for _, verified := range []bool{true, false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set(wire.HeaderChecksum, checksum(data))
+			w.Header().Set(wire.HeaderBlobSize, fmt.Sprint(len(data)))
+			if verified {
+				w.Header().Set(wire.HeaderBlocksVerified, wire.BlocksVerifiedCRC32C)
+			}
+			_, _ = w.Write(data)
+		}))
+		obj, err := nodeclient.New(nodeclient.Options{}).Get(context.Background(), srv.URL, uuid.NewString(), nil)
+		require.NoError(t, err)
+		got, err := io.ReadAll(obj.Body)
+		require.NoError(t, err)
+		require.NoError(t, obj.Body.Close())
+		require.Equal(t, data, got)
+		require.Equal(t, verified, obj.BlocksVerified)
+		srv.Close()
 	}
 }

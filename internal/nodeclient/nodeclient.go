@@ -199,11 +199,15 @@ func (e *StatusError) Error() string {
 type Object struct {
 	Body io.ReadCloser
 	// Info is the whole blob: its full size and the checksum the node
-	// recorded when it was written. The bytes are not verified by the node:
-	// hash Body and compare with Info.Checksum.
+	// recorded when it was written.
 	Info wire.BlobInfo
 	// ContentLength is the number of bytes in Body.
 	ContentLength int64
+	// BlocksVerified says the node checked every byte of Body against the
+	// blob's block sums before sending it (wire.HeaderBlocksVerified): a
+	// damaged block ends Body short instead of arriving. Without it the
+	// bytes are as stored: hash them and compare with Info.Checksum.
+	BlocksVerified bool
 }
 
 var (
@@ -576,9 +580,10 @@ func (c *Client) Get(ctx context.Context, node, id string, rng *byterange.Range)
 	stall := newStallWatch(c.stallTimeout, cancel)
 	body := &stallReader{rc: resp.Body, stall: stall, ctx: ctx, k: k}
 	obj := &Object{
-		Body:          &cancelOnClose{ReadCloser: body, cancel: func() { stall.stop(); cancel(nil) }},
-		Info:          info,
-		ContentLength: resp.ContentLength,
+		Body:           &cancelOnClose{ReadCloser: body, cancel: func() { stall.stop(); cancel(nil) }},
+		Info:           info,
+		ContentLength:  resp.ContentLength,
+		BlocksVerified: resp.Header.Get(wire.HeaderBlocksVerified) != "",
 	}
 	return obj, nil
 }

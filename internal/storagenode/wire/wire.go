@@ -34,12 +34,21 @@ const (
 	// HeaderBlobSize carries a blob's full size on GET and HEAD, also when the
 	// answer is a range of it.
 	HeaderBlobSize = "X-Blob-Size"
+	// HeaderBlocksVerified on a GET answer says the node checked every
+	// byte it sends against the blob's per-block CRC32C sums before sending
+	// it; its value names the check, BlocksVerifiedCRC32C. A blob written
+	// before block sums existed is sent without it, unverified.
+	HeaderBlocksVerified = "X-Blocks-Verified"
 	// HeaderRequestID correlates a call across coordinator and node logs.
 	HeaderRequestID = "X-Request-Id"
 )
 
 // ContentTypeBlob is the media type of blob bytes.
 const ContentTypeBlob = "application/octet-stream"
+
+// BlocksVerifiedCRC32C is HeaderBlocksVerified's value: CRC32C
+// (Castagnoli) sums over blocks of 64 KiB.
+const BlocksVerifiedCRC32C = "crc32c/65536"
 
 // Limits of GET /internal/blobs.
 const (
