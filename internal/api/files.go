@@ -127,9 +127,13 @@ func (s *server) serveFile(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if err != nil {
 		// Headers are gone; the only honest signal left is a broken transfer.
-		s.Logger.Error("download aborted", "file", d.File.ID, "node", d.ServedBy, "sent", n, "err", err,
+		s.Logger.Error("download aborted", "file", d.File.ID, "nodes", d.Sources(), "sent", n, "err", err,
 			"request_id", httpx.RequestIDFrom(r.Context()))
 		panic(http.ErrAbortHandler)
+	}
+	if src := d.Sources(); len(src) > 1 {
+		s.Logger.Info("download served by more than one copy", "file", d.File.ID, "nodes", src, "sent", n,
+			"request_id", httpx.RequestIDFrom(r.Context()))
 	}
 }
 

@@ -40,7 +40,7 @@ func (s *Service) fetchChunk(ctx context.Context, c meta.FileRecord, pool *chunk
 	if err != nil {
 		return fetchedChunk{err: err}
 	}
-	return s.fetchInto(ctx, c, f)
+	return s.fetchInto(ctx, c, f, 0, c.SizeBytes)
 }
 
 // chunkBuffer lends the buffer chunk c is read into: one of pool's, or a
@@ -59,18 +59,19 @@ func chunkBuffer(ctx context.Context, c meta.FileRecord, pool *chunkBuffers) (fe
 	return f, nil
 }
 
-// fetchInto reads chunk c whole into f's buffer from the first holder that
-// serves it intact: a holder that fails, lacks it or holds bytes that do
-// not match the chunk's checksum (that copy is quarantined and rebuilt)
-// costs a retry of this chunk alone, from the next holder. On failure the
-// buffer goes back.
-func (s *Service) fetchInto(ctx context.Context, c meta.FileRecord, f fetchedChunk) fetchedChunk {
+// fetchInto reads the bytes [from, to) of chunk c into f's buffer, which
+// holds the whole chunk, from the first holder that serves them intact: a
+// holder that fails, lacks the chunk or holds bytes that do not match its
+// sums or its checksum (that copy is quarantined and rebuilt) costs a retry
+// of this chunk alone, from the next holder. On success f.data is those
+// bytes; on failure the buffer goes back.
+func (s *Service) fetchInto(ctx context.Context, c meta.FileRecord, f fetchedChunk, from, to int64) fetchedChunk {
 	holders := s.holders(c)
 	var failures []string
 	for i, n := range holders {
-		err := s.fetchFrom(ctx, c, n, f.data)
+		data, err := s.fetchFrom(ctx, c, n, f.data, from, to)
 		if err == nil {
-			f.node, f.failovers = n, i
+			f.node, f.failovers, f.data = n, i, data
 			return f
 		}
 		if ctx.Err() != nil {
@@ -86,32 +87,59 @@ func (s *Service) fetchInto(ctx context.Context, c meta.FileRecord, f fetchedChu
 	return fetchedChunk{err: errs.E(errs.Unavailable, "no holder of chunk %s could serve it (%s)", c.ID, strings.Join(failures, "; "))}
 }
 
-// fetchFrom reads chunk c from node n into data, which is c's size, and
-// checks it.
-func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string, data []byte) error {
+// fetchFrom reads the bytes [from, to) of chunk c from node n into buf,
+// which is c's size, and checks them. A node that verifies by block sums is
+// asked for those bytes alone; a copy without block sums is read whole and
+// checked against the chunk's SHA-256, since nothing smaller can be checked.
+func (s *Service) fetchFrom(ctx context.Context, c meta.FileRecord, n string, buf []byte, from, to int64) ([]byte, error) {
 	base, ok := s.opt.Cluster.BaseURL(n)
 	if !ok {
-		return errs.E(errs.Unavailable, "node %s has no known address", n)
+		return nil, errs.E(errs.Unavailable, "node %s has no known address", n)
 	}
-	obj, err := s.opt.Nodes.Get(ctx, base, c.ID, nil)
+	var rng *byterange.Range
+	if from != 0 || to != c.SizeBytes {
+		rng = &byterange.Range{Start: from, Length: to - from}
+	}
+	obj, err := s.opt.Nodes.Get(ctx, base, c.ID, rng)
 	if err != nil {
-		return err
+		if s.opt.VerifyOnDownload && errs.Is(err, errs.Corrupt) {
+			s.quarantine(ctx, c.ID, n, "the node found a block that does not match its sum")
+		}
+		return nil, err
+	}
+	if s.opt.VerifyOnDownload && (obj.Info.Checksum != c.Checksum || obj.Info.Size != c.SizeBytes) {
+		obj.Body.Close()
+		s.quarantine(ctx, c.ID, n, "stored checksum "+obj.Info.Checksum+" differs from the chunk's")
+		return nil, errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, c.Checksum)
+	}
+	if rng != nil && s.opt.VerifyOnDownload && !obj.BlocksVerified {
+		obj.Body.Close()
+		if obj, err = s.opt.Nodes.Get(ctx, base, c.ID, nil); err != nil {
+			return nil, err
+		}
+		rng = nil
 	}
 	defer obj.Body.Close()
-	if s.opt.VerifyOnDownload && (obj.Info.Checksum != c.Checksum || obj.Info.Size != c.SizeBytes) {
-		s.quarantine(ctx, c.ID, n, "stored checksum "+obj.Info.Checksum+" differs from the chunk's")
-		return errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, c.Checksum)
+	data := buf[from:to]
+	if rng == nil {
+		data = buf
 	}
 	if _, err := io.ReadFull(obj.Body, data); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "read chunk %s from %s", c.ID, n)
+		if !obj.BlocksVerified {
+			return nil, errs.Wrap(errs.Unavailable, err, "read chunk %s from %s", c.ID, n)
+		}
+		// A node that verifies by blocks ends its answer short before a
+		// damaged block, and refuses the blob from then on.
+		s.checkCopy(c.ID, n)
+		return nil, errs.Wrap(errs.Unavailable, err, "read chunk %s from %s (the copy stopped short)", c.ID, n)
 	}
-	if s.opt.VerifyOnDownload {
+	if s.opt.VerifyOnDownload && !obj.BlocksVerified {
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != c.Checksum {
 			s.quarantine(ctx, c.ID, n, "bytes do not match the chunk's checksum")
-			return errs.E(errs.Corrupt, "copy on %s does not match the chunk's checksum", n)
+			return nil, errs.E(errs.Corrupt, "copy on %s does not match the chunk's checksum", n)
 		}
 	}
-	return nil
+	return buf[from:to], nil
 }
 
 // chunkStream yields the bytes [start, end) of a chunked file, chunk by
@@ -172,11 +200,7 @@ func (s *Service) openChunks(ctx context.Context, chunks []meta.FileRecord, size
 				out <- fetchedChunk{err: err}
 			} else {
 				go func() {
-					f := s.fetchInto(ctx, sp.c, f)
-					if f.err == nil {
-						f.data = f.data[sp.from:sp.to]
-					}
-					out <- f
+					out <- s.fetchInto(ctx, sp.c, f, sp.from, sp.to)
 				}()
 			}
 			select {

@@ -2,12 +2,8 @@ package files
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"hash"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/dfs-project/dfs/internal/byterange"
 	"github.com/dfs-project/dfs/internal/errs"
@@ -41,10 +37,27 @@ type Download struct {
 	FromCache bool
 	Failovers int
 	Range     *byterange.Range // nil for the whole file
-	// Body yields the bytes. With verification on, reading the last byte of a
-	// corrupt copy yields an errs.Corrupt error instead of io.EOF, so the
-	// caller must abort the response rather than end it normally.
+	// Body yields the bytes. A copy that stops short is left for the next
+	// holder at the offset reached; when no holder can go on, or a copy
+	// checked at its end does not match, Body yields an error instead of
+	// io.EOF (errs.Corrupt for a mismatch), so the caller must abort the
+	// response rather than end it normally.
 	Body io.ReadCloser
+	read *copyRead // nil for a chunked file or one from the cache
+}
+
+// Sources names every node that sent bytes of the download so far, in
+// order: more than one when a copy stopped short and the next holder went
+// on from there. Empty for a download from the content cache; for a
+// chunked file, the node of the first chunk.
+func (d *Download) Sources() []string {
+	if d.read == nil {
+		if d.ServedBy == "" {
+			return nil
+		}
+		return []string{d.ServedBy}
+	}
+	return slices.Clone(d.read.sources)
 }
 
 // Length is the number of bytes Body yields.
@@ -77,25 +90,23 @@ func (s *Service) Open(ctx context.Context, id string, q byterange.Request) (*Do
 	if d, ok := s.fromCache(rec, rng); ok {
 		return d, nil
 	}
-	holders := s.holders(rec)
-	var failures []string
-	for i, n := range holders {
-		body, err := s.openFrom(ctx, rec, n, rng)
-		if err != nil {
-			failures = append(failures, n+": "+err.Error())
-			continue
-		}
-		if i > 0 {
-			s.log.Info("serving file from another holder after the preferred one was unavailable",
-				"file", id, "served_by", n, "skipped", holders[:i])
-		}
-		body = &countingBody{rc: body, done: func(bytes int64) { s.opt.Events.Downloaded(n, i, bytes) }}
-		return &Download{File: rec.File, ServedBy: n, Failovers: i, Range: rng, Body: body}, nil
+	cr := s.newCopyRead(ctx, rec, s.holders(rec), rng)
+	i, err := cr.open()
+	if err != nil {
+		return nil, err
 	}
-	if len(holders) == 0 {
-		return nil, errs.E(errs.Unavailable, "file %s has no active copy", id)
+	n := cr.node
+	if i > 0 {
+		s.log.Info("serving file from another holder after the preferred one was unavailable",
+			"file", id, "served_by", n, "skipped", cr.holders[:i])
 	}
-	return nil, errs.E(errs.Unavailable, "no holder of file %s could serve it (%s)", id, strings.Join(failures, "; "))
+	var body io.ReadCloser = cr
+	if m, ok := cr.inMemory(); ok {
+		body = m
+	}
+	d := &Download{File: rec.File, ServedBy: n, Failovers: i, Range: rng, read: cr}
+	d.Body = &countingBody{rc: body, done: func(bytes int64) { s.opt.Events.Downloaded(n, i, bytes) }}
+	return d, nil
 }
 
 // openChunked opens the read of a chunked file: its chunks in order, each
@@ -172,10 +183,12 @@ func (d *Download) InMemory() ([]byte, bool) {
 	return b, true
 }
 
-// memBody is a body held in memory.
+// memBody is a body held in memory. release, when set, gives its buffer
+// back on Close.
 type memBody struct {
-	data []byte
-	off  int
+	data    []byte
+	off     int
+	release func()
 }
 
 func (m *memBody) Read(p []byte) (int, error) {
@@ -187,7 +200,13 @@ func (m *memBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (m *memBody) Close() error { return nil }
+func (m *memBody) Close() error {
+	if m.release != nil {
+		m.release()
+		m.release = nil
+	}
+	return nil
+}
 
 // countingBody reports the bytes read through it when it is closed.
 type countingBody struct {
@@ -239,104 +258,3 @@ func (s *Service) holders(rec meta.FileRecord) []string {
 	})
 	return hs
 }
-
-// openFrom opens the read on node n, checking what can be checked before the
-// first byte is sent.
-func (s *Service) openFrom(ctx context.Context, rec meta.FileRecord, n string, rng *byterange.Range) (io.ReadCloser, error) {
-	base, ok := s.opt.Cluster.BaseURL(n)
-	if !ok {
-		return nil, errs.E(errs.Unavailable, "node %s has no known address", n)
-	}
-	obj, err := s.opt.Nodes.Get(ctx, base, rec.ID, rng)
-	if err != nil {
-		return nil, err
-	}
-	if !s.opt.VerifyOnDownload {
-		return obj.Body, nil
-	}
-	if obj.Info.Checksum != rec.Checksum || obj.Info.Size != rec.SizeBytes {
-		obj.Body.Close()
-		s.quarantine(ctx, rec.ID, n, "stored checksum "+obj.Info.Checksum+" differs from the file's")
-		return nil, errs.E(errs.Corrupt, "copy on %s has checksum %s, want %s", n, obj.Info.Checksum, rec.Checksum)
-	}
-	if rng != nil {
-		// A range cannot be checked against the whole file's checksum without
-		// reading the whole file; the stored checksum was checked above.
-		return obj.Body, nil
-	}
-	if rec.SizeBytes <= s.opt.DownloadBuffer {
-		// Small enough to verify completely before the first byte is sent.
-		// One buffer of the known size (and a byte more, to notice a longer
-		// copy) instead of io.ReadAll's growing ones.
-		buf := make([]byte, rec.SizeBytes+1)
-		got, err := fill(obj.Body, buf)
-		obj.Body.Close()
-		switch {
-		case err == nil:
-			got = len(buf) // the copy is longer than the file: caught below
-		case err != io.EOF:
-			return nil, errs.Wrap(errs.Unavailable, err, "read copy on %s", n)
-		}
-		data := buf[:got]
-		if sum := sha256.Sum256(data); int64(len(data)) != rec.SizeBytes || hex.EncodeToString(sum[:]) != rec.Checksum {
-			s.quarantine(ctx, rec.ID, n, "bytes do not match the file's checksum")
-			return nil, errs.E(errs.Corrupt, "copy on %s does not match the file's checksum", n)
-		}
-		if s.cacheable(rec.File) {
-			s.opt.ContentCache.Put(rec.ID, rec.Checksum, data)
-		}
-		return &memBody{data: data}, nil
-	}
-	return &verifyingReader{
-		rc: obj.Body, h: sha256.New(), want: rec.Checksum, size: rec.SizeBytes,
-		report: func() {
-			s.reportCorrupt(rec.ID, n, "bytes do not match the file's checksum (found while streaming)")
-		},
-	}, nil
-}
-
-// verifyingReader hashes what it passes on and holds back the final chunk
-// until the whole file is verified: a mismatch then yields an errs.Corrupt
-// error instead of the last bytes, so the client receives fewer bytes than
-// Content-Length announced and sees a failed transfer, never a complete one.
-// It only reports the mismatch; the repair is its creator's business.
-type verifyingReader struct {
-	rc      io.ReadCloser
-	h       hash.Hash
-	want    string
-	size, n int64
-	// report is told that the copy is corrupt. It must return at
-	// once: it runs inside Read.
-	report   func()
-	verified bool
-}
-
-func (v *verifyingReader) Read(p []byte) (int, error) {
-	if v.verified {
-		return 0, io.EOF
-	}
-	if rem := v.size - v.n; int64(len(p)) > rem {
-		p = p[:rem]
-	}
-	n, err := v.rc.Read(p)
-	v.h.Write(p[:n])
-	v.n += int64(n)
-	switch {
-	case v.n == v.size:
-		if hex.EncodeToString(v.h.Sum(nil)) != v.want {
-			return 0, v.fail()
-		}
-		v.verified = true
-		return n, nil
-	case err == io.EOF:
-		return 0, v.fail()
-	}
-	return n, err
-}
-
-func (v *verifyingReader) fail() error {
-	v.report()
-	return errs.E(errs.Corrupt, "copy does not match the file's checksum")
-}
-
-func (v *verifyingReader) Close() error { return v.rc.Close() }

@@ -79,7 +79,7 @@ func (g *gateNodes) Put(ctx context.Context, base, id, checksum string, size int
 	return nodetest.WireInfo(info), created, err
 }
 
-func (g *gateNodes) Get(ctx context.Context, base, id string, _ *byterange.Range) (*nodeclient.Object, error) {
+func (g *gateNodes) Get(ctx context.Context, base, id string, rng *byterange.Range) (*nodeclient.Object, error) {
 	g.gets.Add(1)
 	if g.getGate != nil {
 		g.getHeld <- struct{}{}
@@ -93,7 +93,18 @@ func (g *gateNodes) Get(ctx context.Context, base, id string, _ *byterange.Range
 	if err != nil {
 		return nil, err
 	}
-	return &nodeclient.Object{Body: rc, Info: nodetest.WireInfo(info), ContentLength: info.Size}, nil
+	if rng == nil {
+		return &nodeclient.Object{Body: rc, Info: nodetest.WireInfo(info), ContentLength: info.Size}, nil
+	}
+	if _, err := rc.Seek(rng.Start, io.SeekStart); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	body := struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(rc, rng.Length), rc}
+	return &nodeclient.Object{Body: body, Info: nodetest.WireInfo(info), ContentLength: rng.Length}, nil
 }
 
 func (g *gateNodes) Head(ctx context.Context, base, id string) (wire.BlobInfo, error) {

@@ -122,6 +122,9 @@ type Events interface {
 	// Spooled says where an upload's body was held: memory or a spool file.
 	Spooled(inMemory bool)
 	Downloaded(servedBy string, failovers int, bytes int64)
+	// ReadResumed says that the copy on nodeID stopped short during a
+	// download and the read went on from the next holder.
+	ReadResumed(nodeID string)
 	// ContentCache says whether a download that the content cache could hold
 	// was answered from it.
 	ContentCache(hit bool)
@@ -135,6 +138,7 @@ type noEvents struct{}
 func (noEvents) Uploaded(meta.FileStatus, int64) {}
 func (noEvents) Spooled(bool)                    {}
 func (noEvents) Downloaded(string, int, int64)   {}
+func (noEvents) ReadResumed(string)              {}
 func (noEvents) ContentCache(bool)               {}
 func (noEvents) ChecksumMismatch(string)         {}
 func (noEvents) Deleted(bool)                    {}

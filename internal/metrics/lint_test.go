@@ -101,6 +101,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 	}
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Joined, CopiesCreated: 3, CopiesRemoved: 3, Failures: 1, DurationMs: 250})
 	c.RebalanceDone(rebalance.Report{Trigger: rebalance.Repair, CopiesCreated: 1, DurationMs: 10})
+	c.ReadResumed("node-2")
 	c.CacheHit()
 	c.CacheMiss()
 	c.LocalCacheHit()
@@ -112,7 +113,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		"dfs_http_requests_total", "dfs_http_request_duration_seconds",
 		"dfs_uploads_total", "dfs_upload_bytes_total", "dfs_upload_spool_total",
 		"dfs_downloads_total", "dfs_download_failovers_total", "dfs_download_bytes_total",
-		"dfs_deletes_total", "dfs_verifies_total", "dfs_checksum_mismatches_total",
+		"dfs_deletes_total", "dfs_verifies_total", "dfs_checksum_mismatches_total", "dfs_download_resumes_total",
 		"dfs_node_joins_total", "dfs_node_failures_total", "dfs_node_recoveries_total",
 		"dfs_node_deregistrations_total", "dfs_node_rejoins_total", "dfs_node_disk_replacements_total", "dfs_ring_nodes",
 		"dfs_files", "dfs_files_count_errors_total",

@@ -65,6 +65,7 @@ type Coordinator struct {
 	uploadSpool     *prometheus.CounterVec
 	downloads       *prometheus.CounterVec
 	failovers       prometheus.Counter
+	resumes         *prometheus.CounterVec
 	downloadBytes   prometheus.Counter
 	deletes         *prometheus.CounterVec
 	verifies        *prometheus.CounterVec
@@ -175,6 +176,8 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		downloads:     counterVec("dfs_downloads_total", "Downloads by the storage node that served them; (content-cache) for those answered from the content cache.", "node"),
 		failovers:     counter("dfs_download_failovers_total", "Times a download moved on to the next holder because one failed."),
 		downloadBytes: counter("dfs_download_bytes_total", "Bytes of files sent to clients by downloads."),
+		resumes: counterVec("dfs_download_resumes_total",
+			"Times a download's copy stopped short and the read went on from the next holder at the same offset, by the node that stopped.", "node"),
 		deletes: counterVec("dfs_deletes_total",
 			"File deletes by outcome: complete (every copy gone) or pending (a holder was down; finished later).", "outcome"),
 		verifies: counterVec("dfs_verifies_total",
@@ -224,7 +227,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 	reg.MustRegister(
 		c.requests, c.durations,
 		c.uploads, c.uploadBytes, c.uploadSpool, c.downloads, c.failovers, c.downloadBytes,
-		c.deletes, c.verifies, c.mismatches,
+		c.deletes, c.verifies, c.mismatches, c.resumes,
 		c.nodeJoins, c.nodeFailures, c.nodeRecoveries, c.nodeDeregisters, c.nodeRejoins, c.diskReplaced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dfs_ring_nodes", Help: "Storage nodes on the hash ring.",
@@ -319,6 +322,12 @@ func (c *Coordinator) Downloaded(servedBy string, failovers int, bytes int64) {
 	c.downloads.WithLabelValues(label).Inc()
 	addCount(c.failovers, int64(failovers))
 	addCount(c.downloadBytes, bytes)
+}
+
+// ReadResumed records a download whose copy on nodeID stopped short, the
+// read going on from the next holder.
+func (c *Coordinator) ReadResumed(nodeID string) {
+	c.resumes.WithLabelValues(nodeLabel(nodeID)).Inc()
 }
 
 // ChecksumMismatch records a corrupt copy found on nodeID.
