@@ -67,6 +67,16 @@ func FlipByte(t testing.TB, dir, id string) {
 	flipAt(t, loc.Path, loc.Offset+loc.Size/2)
 }
 
+// FlipByteAt inverts the byte at offset off of the data of dir's copy of
+// blob id, as FlipByte does in the middle.
+func FlipByteAt(t testing.TB, dir, id string, off int64) {
+	t.Helper()
+	loc := Locate(t, dir, id)
+	require.Less(t, off, loc.Size, "offset %d is past the copy's %d bytes", off, loc.Size)
+	require.GreaterOrEqual(t, off, int64(0))
+	flipAt(t, loc.Path, loc.Offset+off)
+}
+
 // Destroy makes dir lose its copy of blob id: a blob kept in a file of its
 // own loses that file (its sidecar stays, an orphan, as after a crash); a
 // record in a volume gets a byte of its header inverted and the index

@@ -92,6 +92,15 @@ func testFaults(t *testing.T, layout blob.Layout, size int) {
 	got, _ = blobfault.Read(t, dir, ids[0])
 	require.Equal(t, data[0], got, "the copy found is the replacement")
 
+	// A byte at a chosen offset, the last one here.
+	blobfault.FlipByteAt(t, dir, ids[0], int64(size-1))
+	got, _ = blobfault.Read(t, dir, ids[0])
+	want := bytes.Clone(data[0])
+	want[size-1] ^= 0xff
+	require.Equal(t, want, got, "only the byte asked is flipped")
+	_, _, err = s.Receive(ctx, ids[0], blobtest.Checksum(data[0]), int64(size), bytes.NewReader(data[0]))
+	require.NoError(t, err)
+
 	// A removed blob has no copy, even though its old record is still in a
 	// volume.
 	require.NoError(t, s.(blob.Remover).Remove(ctx, ids[3]))
