@@ -30,7 +30,7 @@ test: ## run every test (needs PostgreSQL and Redis; see README)
 
 # The e2e tests of faults, by file: `make test` runs them with every node on
 # the default layout (volumes), test-e2e-files once more on files.
-E2E_FAULT_FILES = faults selfheal badnode scrub stores redis_leases durability full_rebalance
+E2E_FAULT_FILES = faults selfheal badnode scrub stores redis_leases durability full_rebalance damaged_reads
 
 test-e2e-files: ## the e2e fault tests again with every node on STORAGE_LAYOUT=files (DFS_E2E_STORAGE_LAYOUT)
 	DFS_E2E_STORAGE_LAYOUT=files $(GO) test -count=1 -timeout 20m $(TESTFLAGS) \
