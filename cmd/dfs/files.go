@@ -230,6 +230,7 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	out := cc.fs.String("o", "", "where to save the file: a path, a directory, or - for stdout")
 	force := cc.fs.Bool("f", false, "replace an existing file")
 	quiet := cc.fs.Bool("q", false, "no progress bar")
+	proxied := cc.fs.Bool("via-coordinator", false, "read every byte through the coordinator instead of from the storage nodes directly")
 	pos, code, done := cc.parse(args, 1, 1)
 	if done {
 		return code
@@ -255,7 +256,7 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	draw := !*quiet && isTerminal(cc.s.err)
 	if *out == "-" {
 		p := newProgress(cc.s.err, draw, md.FileName, md.SizeBytes, "")
-		_, err := cc.c.Download(ctx, id, p.writer(cc.s.out), client.DownloadOptions{})
+		_, err := fetch(ctx, cc.c, id, p.writer(cc.s.out), *proxied)
 		p.done(err == nil)
 		if err != nil {
 			return cc.fail(err)
@@ -270,7 +271,7 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 		}
 	}
 	p := newProgress(cc.s.err, draw, md.FileName, md.SizeBytes, "")
-	info, err := download(ctx, cc.c, id, dest, *force, p)
+	info, err := download(ctx, cc.c, id, dest, *force, *proxied, p)
 	p.done(err == nil)
 	if err != nil && ctx.Err() != nil {
 		return cc.fail(errs.Wrap(errs.Other, ctx.Err(), "interrupted; nothing was saved"))
@@ -295,7 +296,10 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 		check = "SHA-256 verified"
 	}
 	from := "served by " + info.ServedBy
-	if info.FromCache {
+	switch {
+	case info.Direct:
+		from = "read from the storage nodes directly"
+	case info.FromCache:
 		from = "from the coordinator's content cache"
 	}
 	fmt.Fprintf(cc.s.out, "saved %s (%s, %s, %s)\n", dest, humanBytes(info.Bytes), check, from)
@@ -321,7 +325,7 @@ func targetPath(out, stored, id string) string {
 // download writes the file to a temporary file beside dest and gives it
 // dest's name once every byte is in and checked. Without force an existing
 // dest is never replaced, even one created while the bytes were moving.
-func download(ctx context.Context, c *client.Client, id, dest string, force bool, p *progress) (client.DownloadInfo, error) {
+func download(ctx context.Context, c *client.Client, id, dest string, force, proxied bool, p *progress) (client.DownloadInfo, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.dfs-part")
 	if err != nil {
 		return client.DownloadInfo{}, errs.Wrap(errs.Other, err, "cannot write beside %s", dest)
@@ -333,7 +337,7 @@ func download(ctx context.Context, c *client.Client, id, dest string, force bool
 			os.Remove(tmp.Name())
 		}
 	}()
-	info, err := c.Download(ctx, id, p.writer(tmp), client.DownloadOptions{})
+	info, err := fetch(ctx, c, id, p.writer(tmp), proxied)
 	if err != nil {
 		return info, err
 	}
@@ -351,6 +355,17 @@ func download(ctx context.Context, c *client.Client, id, dest string, force bool
 	}
 	committed = true
 	return info, nil
+}
+
+// fetch writes file id to w: from the storage nodes directly, through the
+// URLs the coordinator signs, unless proxied asks for every byte through the
+// coordinator (DownloadDirect falls back to it by itself, blob by blob, for
+// nodes it cannot reach).
+func fetch(ctx context.Context, c *client.Client, id string, w io.Writer, proxied bool) (client.DownloadInfo, error) {
+	if proxied {
+		return c.Download(ctx, id, w, client.DownloadOptions{})
+	}
+	return c.DownloadDirect(ctx, id, w)
 }
 
 // commit gives the finished temporary file dest's name. A hard link fails

@@ -35,6 +35,7 @@ type Files interface {
 	Upload(ctx context.Context, req files.UploadRequest) (files.UploadResult, error)
 	Open(ctx context.Context, id string, q byterange.Request) (*files.Download, error)
 	Metadata(ctx context.Context, id string) (meta.FileRecord, error)
+	Locations(ctx context.Context, id string) (files.Locations, error)
 	List(ctx context.Context, statuses []meta.FileStatus, page, size int, visibleTo string) ([]meta.File, int, error)
 	Delete(ctx context.Context, id string) (files.DeleteResult, error)
 	Verify(ctx context.Context, id string) (files.VerifyResult, error)
@@ -146,6 +147,7 @@ func New(o Options) http.Handler {
 		r.Get("/files", s.listFiles)
 		r.Get("/files/{fileId}", s.download)
 		r.Get("/files/{fileId}/metadata", s.metadata)
+		r.Get("/files/{fileId}/locations", s.locations)
 		r.Delete("/files/{fileId}", s.deleteFile)
 		r.Post("/files/{fileId}/verify", s.verify)
 		if o.Uploads != nil {

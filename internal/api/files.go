@@ -184,6 +184,32 @@ func (s *server) metadata(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
+// locations answers where a file's bytes can be read from the nodes
+// directly, with URLs signed for the file's blobs.
+func (s *server) locations(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "fileId")
+	if err := s.fileAllowed(r, id); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	loc, err := s.Files.Locations(r.Context(), id)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := apiwire.FileLocations{FileID: loc.File.ID, SizeBytes: loc.File.SizeBytes, Checksum: loc.File.Checksum,
+		Blobs: make([]apiwire.BlobLocation, len(loc.Blobs))}
+	if loc.Signed {
+		out.ExpiresAt = &loc.ExpiresAt
+	}
+	for i, b := range loc.Blobs {
+		out.Blobs[i] = apiwire.BlobLocation{Offset: b.Offset, SizeBytes: b.Size, Checksum: b.Checksum, URLs: b.URLs}
+	}
+	// The URLs are credentials for a while: no cache may keep them.
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
 var fileStatuses = map[string]meta.FileStatus{}
 
 func init() {

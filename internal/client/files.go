@@ -171,6 +171,9 @@ type DownloadInfo struct {
 	Bytes        int64  // how many bytes were written to w
 	Checksum     string // the file's SHA-256 (hex) as the coordinator declared it
 	Verified     bool   // the bytes written hash to Checksum (full downloads only)
+	// Direct says every byte came straight from the storage nodes
+	// (DownloadDirect); ServedBy is then the host of the first blob's node.
+	Direct bool
 	ContentType  string
 	FileName     string // from Content-Disposition
 	ContentRange string // for a 206

@@ -40,6 +40,7 @@ import (
 	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/ring"
 	"github.com/dfs-project/dfs/internal/s3"
+	"github.com/dfs-project/dfs/internal/signedurl"
 	"github.com/dfs-project/dfs/internal/sigv4"
 	"github.com/dfs-project/dfs/internal/taskq"
 )
@@ -197,6 +198,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Store: store, Nodes: nodes, Cluster: a.members, Reconciler: userReconciler{rec}, Logger: log,
 		ReplicationFactor: cfg.ReplicationFactor, MaxFileSize: cfg.MaxFileSize,
 		SpoolDir: filepath.Join(cfg.DataDir, "spool"), VerifyOnDownload: cfg.VerifyChecksumOnDownload,
+		SignedURLKey: signedurl.KeyFrom(cfg.ClusterToken), SignedURLTTL: cfg.SignedURLTTL,
 		DownloadBuffer: cfg.DownloadBufferSize, ContentCache: a.content, ReplicaConcurrency: cfg.ReplicaWriteConcurrency,
 		MemorySpoolMax: cfg.SpoolMemoryMax, MemorySpoolLimit: cfg.SpoolMemoryLimit,
 		PendingTouch: max(cfg.PendingUploadTimeout/4, time.Second), PendingRecordDelay: cfg.PendingRecordDelay, Events: a.metrics,

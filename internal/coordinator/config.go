@@ -10,6 +10,7 @@ import (
 	"github.com/dfs-project/dfs/internal/antientropy"
 	"github.com/dfs-project/dfs/internal/debugserver"
 	"github.com/dfs-project/dfs/internal/envconf"
+	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
@@ -46,6 +47,7 @@ type Config struct {
 	LocalCacheEntries           int           // LOCAL_CACHE_ENTRIES: file records kept in memory (embedded store only)
 	SQLiteCheckpointPages       int           // SQLITE_CHECKPOINT_PAGES: WAL pages the embedded store holds before a checkpoint
 	NodeStallTimeout            time.Duration // NODE_STALL_TIMEOUT: a node transfer that makes no progress this long fails
+	SignedURLTTL                time.Duration // SIGNED_URL_TTL: how long the node URLs of /api/files/{id}/locations read
 	NodeBatchMax                int           // NODE_BATCH_MAX: small copies (up to 32 KiB) one write request to a node carries (1: one each)
 	NodeBatchInflight           int           // NODE_BATCH_INFLIGHT: batched write requests running to one node at once
 	ContentCacheSize            int64         // CONTENT_CACHE_SIZE: memory for verified bytes of small files (0: off)
@@ -110,6 +112,7 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 		LocalCacheEntries:           l.Int("LOCAL_CACHE_ENTRIES", 25000, 0, 10_000_000),
 		SQLiteCheckpointPages:       l.Int("SQLITE_CHECKPOINT_PAGES", sqlite.DefaultCheckpointPages, sqlite.MinCheckpointPages, sqlite.MaxCheckpointPages),
 		NodeStallTimeout:            l.Duration("NODE_STALL_TIMEOUT", nodeclient.DefaultStallTimeout),
+		SignedURLTTL:                l.Duration("SIGNED_URL_TTL", files.DefaultSignedURLTTL),
 		NodeBatchMax:                l.Int("NODE_BATCH_MAX", nodeclient.DefaultBatchMax, 1, wire.MaxBatchItems),
 		NodeBatchInflight:           l.Int("NODE_BATCH_INFLIGHT", nodeclient.DefaultBatchInflight, 1, 64),
 		ContentCacheSize:            l.Size("CONTENT_CACHE_SIZE", 0),
@@ -151,6 +154,9 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	}
 	if c.ChunkSize < 1<<20 || c.ChunkSize > 64<<20 {
 		problems = append(problems, fmt.Errorf("CHUNK_SIZE=%d: must be between 1MiB and 64MiB", c.ChunkSize))
+	}
+	if c.SignedURLTTL < time.Second || c.SignedURLTTL > 24*time.Hour {
+		problems = append(problems, fmt.Errorf("SIGNED_URL_TTL=%s: must be between 1s and 24h", c.SignedURLTTL))
 	}
 	if c.UploadSessionTTL < time.Second {
 		problems = append(problems, fmt.Errorf("UPLOAD_SESSION_TTL=%s: at least 1s", c.UploadSessionTTL))

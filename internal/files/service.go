@@ -23,6 +23,7 @@ import (
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/reconcile"
 	"github.com/dfs-project/dfs/internal/ring"
+	"github.com/dfs-project/dfs/internal/signedurl"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 	"github.com/dfs-project/dfs/internal/taskq"
 )
@@ -69,6 +70,12 @@ type Options struct {
 	// file (0: every upload goes to SpoolDir); MemorySpoolLimit bounds the
 	// memory all such uploads hold at once, beyond which they go to disk.
 	MemorySpoolMax, MemorySpoolLimit int64
+	// SignedURLKey signs the node URLs that Locations hands out
+	// (signedurl.KeyFrom the cluster token); nil hands out plain URLs, for
+	// nodes whose internal API is open.
+	SignedURLKey signedurl.Key
+	// SignedURLTTL is how long a signed URL reads; 0 is DefaultSignedURLTTL.
+	SignedURLTTL time.Duration
 	// VerifyOnDownload re-hashes every downloaded byte against the file's checksum.
 	VerifyOnDownload bool
 	// DownloadBuffer is the largest file that is read whole and verified
@@ -169,6 +176,9 @@ type Service struct {
 	repairs *taskq.Queue
 }
 
+// DefaultSignedURLTTL is how long the node URLs of Locations read by default.
+const DefaultSignedURLTTL = 5 * time.Minute
+
 // Repair queue bounds: rebuilds are whole-file copies between nodes, so a few
 // at a time; one that does not fit is left to the repair loop, which rebuilds
 // every DEGRADED file.
@@ -209,6 +219,9 @@ func New(o Options) (*Service, error) {
 	}
 	if o.ChunkReadAhead <= 0 {
 		o.ChunkReadAhead = 2
+	}
+	if o.SignedURLTTL <= 0 {
+		o.SignedURLTTL = DefaultSignedURLTTL
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 24 * time.Hour

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/signedurl"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -141,12 +143,21 @@ func (s *Server) recoverPanic(next http.Handler) http.Handler {
 // requireToken guards the internal API with the cluster token. The tokens
 // are compared through their hashes so the comparison takes the same time
 // whatever the length of the presented token.
+//
+// A read of a blob may instead carry a signed URL's query (signedurl), which
+// the coordinator issues to clients that read from the nodes directly: it
+// reads that blob, and the range it was signed for, until it expires.
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	if s.cfg.ClusterToken == "" {
 		return next
 	}
 	want := sha256.Sum256([]byte(s.cfg.ClusterToken))
+	key := signedurl.KeyFrom(s.cfg.ClusterToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); signedurl.Signed(q) {
+			s.signedRead(w, r, key, q, next)
+			return
+		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
@@ -156,4 +167,33 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// signedRead serves a GET or HEAD of a blob through a signed URL, or refuses
+// it with 403 saying why.
+func (s *Server) signedRead(w http.ResponseWriter, r *http.Request, key signedurl.Key, q url.Values, next http.Handler) {
+	refuse := func(format string, args ...any) {
+		err := errs.E(errs.Forbidden, format, args...)
+		s.logRefusal(r.Context(), requestIDFrom(r.Context()), "signed read refused", err)
+		httpx.WriteError(w, r, err)
+	}
+	raw, ok := strings.CutPrefix(r.URL.EscapedPath(), wire.PathBlobs+"/")
+	id, err := url.PathUnescape(raw)
+	if !ok || strings.Contains(raw, "/") || err != nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		refuse("a signed URL only reads a blob (GET or HEAD %s/{id})", wire.PathBlobs)
+		return
+	}
+	rng, err := key.Check(id, q, time.Now())
+	if err != nil {
+		refuse("signed read of blob %s refused: %v", id, err)
+		return
+	}
+	if rng != "" {
+		if h := r.Header.Get("Range"); h != "" && h != rng {
+			refuse("the Range header %q is not the range %q the URL was signed for", h, rng)
+			return
+		}
+		r.Header.Set("Range", rng)
+	}
+	next.ServeHTTP(w, r)
 }
