@@ -164,16 +164,16 @@ type DownloadOptions struct {
 
 // DownloadInfo describes a finished download.
 type DownloadInfo struct {
-	Status       int    // 200, or 206 for a range
-	ServedBy     string // X-Served-By-Node: the node whose copy was sent; empty when FromCache
-	FromCache    bool   // X-Served-From: content-cache: the coordinator answered from its content cache
-	Size         int64  // the whole file's size in bytes
-	Bytes        int64  // how many bytes were written to w
-	Checksum     string // the file's SHA-256 (hex) as the coordinator declared it
-	Verified     bool   // the bytes written hash to Checksum (full downloads only)
+	Status    int    // 200, or 206 for a range
+	ServedBy  string // X-Served-By-Node: the node whose copy was sent; empty when FromCache
+	FromCache bool   // X-Served-From: content-cache: the coordinator answered from its content cache
+	Size      int64  // the whole file's size in bytes
+	Bytes     int64  // how many bytes were written to w
+	Checksum  string // the file's SHA-256 (hex) as the coordinator declared it
+	Verified  bool   // the bytes written hash to Checksum (full downloads only)
 	// Direct says every byte came straight from the storage nodes
 	// (DownloadDirect); ServedBy is then the host of the first blob's node.
-	Direct bool
+	Direct       bool
 	ContentType  string
 	FileName     string // from Content-Disposition
 	ContentRange string // for a 206
