@@ -624,3 +624,42 @@ func TestBlocksVerifiedFollowsTheHeader(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestFramedAnswersAreCheckedFrameByFrame: a node's framed answer reaches
+// the reader as plain bytes, each frame checked first; a frame damaged on
+// the way ends the body after the good ones.
+func TestFramedAnswersAreCheckedFrameByFrame(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 20000) // 200,000 bytes: four frames of 64 KiB blocks
+	var body []byte
+	for off := 0; off < len(data); off += 65536 {
+		body = wire.AppendFrame(body, data[off:min(off+65536, len(data))])
+	}
+	for _, damaged := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			require.Contains(t, r.Header.Get("Accept"), wire.ContentTypeFrames)
+			w.Header().Set("Content-Type", wire.ContentTypeFrames)
+			w.Header().Set(wire.HeaderChecksum, checksum(data))
+			w.Header().Set(wire.HeaderBlobSize, fmt.Sprint(len(data)))
+			w.Header().Set(wire.HeaderBlocksVerified, wire.BlocksVerifiedCRC32C)
+			b := bytes.Clone(body)
+			if damaged {
+				b[2*(65536+wire.FrameHeaderLen)+wire.FrameHeaderLen+7] ^= 0x20 // in the third frame
+			}
+			_, _ = w.Write(b)
+		}))
+		obj, err := nodeclient.New(nodeclient.Options{}).Get(context.Background(), srv.URL, uuid.NewString(), nil)
+		require.NoError(t, err)
+		require.True(t, obj.Framed)
+		require.Equal(t, int64(len(data)), obj.ContentLength)
+		got, err := io.ReadAll(obj.Body)
+		require.NoError(t, obj.Body.Close())
+		if damaged {
+			require.ErrorIs(t, err, wire.ErrFrameMismatch)
+			require.Equal(t, data[:2*65536], got, "the two good frames, nothing of the damaged one")
+		} else {
+			require.NoError(t, err)
+			require.Equal(t, data, got)
+		}
+		srv.Close()
+	}
+}

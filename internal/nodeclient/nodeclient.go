@@ -208,6 +208,16 @@ type Object struct {
 	// damaged block ends Body short instead of arriving. Without it the
 	// bytes are as stored: hash them and compare with Info.Checksum.
 	BlocksVerified bool
+	// Framed says the bytes came in CRC-32C frames (wire.ContentTypeFrames),
+	// each checked here before Body yields it: a frame damaged on the way
+	// ends Body with wire.ErrFrameMismatch.
+	Framed bool
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 var (
@@ -542,9 +552,10 @@ func (b *putBody) free() {
 // node serves the bytes as stored; Object.Info.Checksum is what they should
 // hash to.
 func (c *Client) Get(ctx context.Context, node, id string, rng *byterange.Range) (*Object, error) {
-	k := call{method: http.MethodGet, node: node, path: wire.BlobPath(id), op: "get " + id}
+	k := call{method: http.MethodGet, node: node, path: wire.BlobPath(id), op: "get " + id,
+		header: http.Header{"Accept": {wire.ContentTypeFrames + ", " + wire.ContentTypeBlob}}}
 	if rng != nil {
-		k.header = http.Header{"Range": {rng.Header()}}
+		k.header.Set("Range", rng.Header())
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	req, err := c.newRequest(ctx, k)
@@ -584,6 +595,17 @@ func (c *Client) Get(ctx context.Context, node, id string, rng *byterange.Range)
 		Info:           info,
 		ContentLength:  resp.ContentLength,
 		BlocksVerified: resp.Header.Get(wire.HeaderBlocksVerified) != "",
+	}
+	if resp.Header.Get("Content-Type") == wire.ContentTypeFrames {
+		// Each frame is checked against its CRC before its bytes are
+		// read: what the network damaged ends the body short, as what
+		// the disk damaged does on the node.
+		obj.Body = readCloser{wire.NewFrameReader(obj.Body), obj.Body}
+		obj.ContentLength = info.Size
+		if resp.StatusCode == http.StatusPartialContent {
+			obj.ContentLength = rng.Length
+		}
+		obj.Framed = true
 	}
 	return obj, nil
 }
