@@ -170,5 +170,11 @@ func (d *Disk) Rehash(ctx context.Context, id string) (Check, error) {
 	if err != nil {
 		return Check{}, err
 	}
+	if actual == h.sum && n > WholeCheckMax {
+		// An intact blob written before block sums existed gains them.
+		if _, ok, err := d.BlockSums(ctx, id); err == nil && !ok {
+			_ = d.addBlockSums(ctx, id, h.sum)
+		}
+	}
 	return Check{ID: id, Size: n, Stored: h.sum, Actual: actual}, nil
 }

@@ -50,12 +50,16 @@ func (d *Disk) recoverLeaf(a, b string) error {
 	}
 	blobs := make(map[string]int64)
 	sidecars := make(map[string]bool)
-	var leftovers []string
+	var leftovers, sums []string
 	for _, e := range entries {
 		name := e.Name()
 		if isTempName(name) {
 			leftovers = append(leftovers, name)
 			d.recovery.TempFilesRemoved++
+			continue
+		}
+		if id, ok := strings.CutSuffix(name, blockSumsExt); ok && e.Type().IsRegular() && ValidateID(id) == nil && inShard(id, a, b) {
+			sums = append(sums, id)
 			continue
 		}
 		id, isSidecar := strings.CutSuffix(name, sidecarExt)
@@ -86,6 +90,12 @@ func (d *Disk) recoverLeaf(a, b string) error {
 		if _, ok := blobs[id]; !ok {
 			leftovers = append(leftovers, id+sidecarExt)
 			d.recovery.OrphansRemoved++
+		}
+	}
+	for _, id := range sums {
+		// Block sums outlive nothing: without their blob they go.
+		if _, ok := blobs[id]; !ok || !sidecars[id] {
+			leftovers = append(leftovers, id+blockSumsExt)
 		}
 	}
 	for _, name := range leftovers {

@@ -27,6 +27,9 @@ func (d *Disk) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.Remove(blockSumsPath(d.root, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fsError(err, "blob %s: remove its sums", id)
+	}
 	removed := false
 	for _, p := range []string{blobPath(d.root, id), sidecarPath(d.root, id)} {
 		err := os.Remove(p)

@@ -10,6 +10,7 @@ import (
 //
 //	<root>/ab/cd/<id>          the blob (ab and cd are the id's first two and next two characters)
 //	<root>/ab/cd/<id>.sha256   its checksum sidecar: 64 lower-case hex digits and a newline
+//	<root>/ab/cd/<id>.blk      its block sums, for a blob over WholeCheckMax bytes (blocks.go)
 //	<root>/ab/cd/.tmp-<id>-*   a write in progress (removed by Open if a crash left it)
 //	<root>/disk-id             the directory's identity: a UUID and a newline (identity.go)
 //	<root>/.tmp-disk-id-*      an identity being recorded (removed by Open)
@@ -23,6 +24,7 @@ import (
 // the tree in id order.
 const (
 	sidecarExt          = ".sha256"
+	blockSumsExt        = ".blk"
 	tempPrefix          = ".tmp-"
 	identityName        = "disk-id"
 	identityTempPattern = tempPrefix + identityName + "-*"
@@ -39,6 +41,8 @@ func shardDir(root, id string) string {
 func blobPath(root, id string) string { return filepath.Join(shardDir(root, id), id) }
 
 func sidecarPath(root, id string) string { return blobPath(root, id) + sidecarExt }
+
+func blockSumsPath(root, id string) string { return blobPath(root, id) + blockSumsExt }
 
 // tempPattern is the os.CreateTemp pattern for a write of id.
 func tempPattern(id string) string { return tempPrefix + id + "-*" }

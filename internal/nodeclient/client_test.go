@@ -274,7 +274,8 @@ func TestConcurrentPutsOfOneID(t *testing.T) {
 	st, err := c.Stats(context.Background(), n.URL)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.BlobCount)
-	require.Equal(t, []string{id[:2] + "/" + id[2:4] + "/" + id, id[:2] + "/" + id[2:4] + "/" + id + ".sha256"}, filesUnder(t, n.DataDir))
+	p := id[:2] + "/" + id[2:4] + "/" + id
+	require.Equal(t, []string{p, p + ".blk", p + ".sha256"}, filesUnder(t, n.DataDir), "the blob, its block sums and its checksum")
 }
 
 func TestStaleFilesAreRemovedAtStart(t *testing.T) {
