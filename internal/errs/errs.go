@@ -52,6 +52,7 @@ const (
 	CodeFileNotFound        = "FILE_NOT_FOUND"       // NotFound: no such file, or not visible
 	CodeNodeNotFound        = "NODE_NOT_FOUND"       // NotFound: no such storage node
 	CodeBlobNotFound        = "BLOB_NOT_FOUND"       // NotFound: a storage node holds no such blob
+	CodeBlobCorrupt         = "BLOB_CORRUPT"         // Corrupt: a storage node found its copy of the blob damaged while reading it
 	CodeNoHealthyNodes      = "NO_HEALTHY_NODES"     // Unavailable: the ring is empty
 	CodeMetadataUnavailable = "METADATA_UNAVAILABLE" // Unavailable: the metadata database
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // the router's 405; no kind has it

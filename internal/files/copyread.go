@@ -196,6 +196,8 @@ func (c *copyRead) openOn(n string) (io.ReadCloser, error) {
 		return c.readWhole(n, obj.Body, obj.BlocksVerified)
 	case obj.BlocksVerified, c.hash != nil:
 		return obj.Body, nil
+	case rec.SizeBytes <= s.readBufs.size && rng == nil:
+		return c.readWhole(n, obj.Body, false)
 	case rec.SizeBytes <= s.readBufs.size:
 		obj.Body.Close()
 		return c.readWholeAgain(n, base)

@@ -176,8 +176,8 @@ func TestWriteRefusals(t *testing.T) {
 }
 
 // TestCorruptionIsVisibleToTheReader flips a byte of a blob on disk: the
-// node's rehash reports it, and a GET still streams the stored bytes but
-// names the recorded checksum, so the reader can tell.
+// node's rehash reports it, and a GET is refused as corrupt rather than
+// sending the damaged bytes.
 func TestCorruptionIsVisibleToTheReader(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{})
 	c := nodeclient.New(nodeclient.Options{})
@@ -194,14 +194,11 @@ func TestCorruptionIsVisibleToTheReader(t *testing.T) {
 	require.False(t, check.Intact)
 	require.Equal(t, checksum(data), check.StoredChecksum)
 
-	obj, err := c.Get(ctx, n.URL, id, nil)
-	require.NoError(t, err)
-	got, err := io.ReadAll(obj.Body)
-	require.NoError(t, err)
-	require.NoError(t, obj.Body.Close())
-	require.Len(t, got, len(data))
-	require.Equal(t, checksum(data), obj.Info.Checksum, "the header carries the recorded checksum")
-	require.NotEqual(t, obj.Info.Checksum, checksum(got), "so the reader sees the mismatch")
+	_, err = c.Get(ctx, n.URL, id, nil)
+	requireKind(t, errs.Corrupt, err)
+	var se *nodeclient.StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "BLOB_CORRUPT", se.Code)
 
 	_, created, err := c.Put(ctx, n.URL, id, checksum(data), int64(len(data)), bytes.NewReader(data))
 	require.NoError(t, err)

@@ -603,7 +603,12 @@ func (c *Client) Get(ctx context.Context, node, id string, rng *byterange.Range)
 		obj.Body = readCloser{wire.NewFrameReader(obj.Body), obj.Body}
 		obj.ContentLength = info.Size
 		if resp.StatusCode == http.StatusPartialContent {
-			obj.ContentLength = rng.Length
+			r, _, ok := byterange.ParseContentRange(resp.Header.Get("Content-Range"))
+			if !ok {
+				obj.Body.Close()
+				return nil, errs.E(errs.Unavailable, "node %s: %s: a partial answer without a Content-Range", node, k.op)
+			}
+			obj.ContentLength = r.Length
 		}
 		obj.Framed = true
 	}

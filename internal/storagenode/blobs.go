@@ -58,6 +58,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request) {
 		writeBlobError(w, r, err)
 		return
 	}
+	s.corrupt.clear(id)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -201,6 +202,9 @@ func (s *Server) receiveItem(ctx context.Context, it wire.BatchItem) (blob.Info,
 // its answer, as its own PUT would have been answered.
 func (s *Server) itemResult(ctx context.Context, it wire.BatchItem, info blob.Info, created bool, err error) wire.BatchResult {
 	s.countWrite(info, created, err)
+	if err == nil {
+		s.corrupt.clear(it.ID)
+	}
 	if err != nil {
 		s.logRefusal(ctx, it.RequestID, "blob write refused", err, "id", it.ID, "batched", true)
 		status, code, msg := httpx.Answer(err)
@@ -274,14 +278,18 @@ func sendBlob(w http.ResponseWriter, r *http.Request, rc io.Reader, length int64
 
 func etag(info blob.Info) string { return `"` + info.Checksum + `"` }
 
-// getBlob streams a blob as stored. It does not verify the bytes: the
-// X-Checksum-Sha256 header carries the recorded checksum and the reader
-// compares.
+// getBlob sends a blob, or the range asked, checked as verified.go says;
+// X-Checksum-Sha256 carries the recorded checksum either way.
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	id, err := blobID(r)
 	if err != nil {
 		s.metrics.reads.WithLabelValues(outcomeInvalid).Inc()
 		writeBlobError(w, r, err)
+		return
+	}
+	if s.corrupt.has(id) {
+		s.metrics.reads.WithLabelValues(outcomeCorrupt).Inc()
+		writeBlobError(w, r, errBlobCorrupt(id))
 		return
 	}
 	rc, info, err := s.store.Fetch(r.Context(), id)
@@ -306,16 +314,29 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, outcome := http.StatusOK, outcomeOK
+	if !partial {
+		rng = byterange.Range{Length: info.Size}
+	}
+	v, verified, err := s.prepareVerified(r.Context(), r, id, rc, info, rng)
+	if err != nil {
+		s.metrics.reads.WithLabelValues(outcomeOf(err)).Inc()
+		writeBlobError(w, r, err)
+		return
+	}
+	if partial {
+		status, outcome = http.StatusPartialContent, outcomePartial
+		w.Header().Set("Content-Range", rng.ContentRange(info.Size))
+	}
+	if verified {
+		s.sendVerified(w, r, v, status, outcome)
+		return
+	}
 	if partial {
 		if _, err := rc.Seek(rng.Start, io.SeekStart); err != nil {
 			s.metrics.reads.WithLabelValues(outcomeError).Inc()
 			writeBlobError(w, r, errs.Wrap(errs.Other, err, "seek in blob %s", id))
 			return
 		}
-		status, outcome = http.StatusPartialContent, outcomePartial
-		w.Header().Set("Content-Range", rng.ContentRange(info.Size))
-	} else {
-		rng = byterange.Range{Length: info.Size}
 	}
 	w.Header().Set("Content-Length", strconv.FormatInt(rng.Length, 10))
 	w.WriteHeader(status)
@@ -332,10 +353,34 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	s.metrics.reads.WithLabelValues(outcome).Inc()
 }
 
+// sendVerified sends a read the node checks as it goes (verified.go).
+func (s *Server) sendVerified(w http.ResponseWriter, r *http.Request, v *verifiedRead, status int, outcome string) {
+	n, started, err := v.send(w, status)
+	s.metrics.sent.Add(float64(n))
+	switch {
+	case err != nil && !started:
+		s.metrics.reads.WithLabelValues(outcomeOf(err)).Inc()
+		writeBlobError(w, r, err)
+	case err != nil:
+		s.metrics.reads.WithLabelValues(outcomeAborted).Inc()
+		s.log.WarnContext(r.Context(), "blob read cut short", "id", v.id, "sent", n, "want", v.rng.Length, "err", err,
+			"request_id", requestIDFrom(r.Context()))
+		// Close the connection rather than end the answer: a reader that
+		// counted on Content-Length sees a broken transfer.
+		panic(http.ErrAbortHandler)
+	default:
+		s.metrics.reads.WithLabelValues(outcome).Inc()
+	}
+}
+
 func (s *Server) headBlob(w http.ResponseWriter, r *http.Request) {
 	id, err := blobID(r)
 	if err != nil {
 		writeBlobError(w, r, err)
+		return
+	}
+	if s.corrupt.has(id) {
+		writeBlobError(w, r, errBlobCorrupt(id))
 		return
 	}
 	info, err := s.store.Stat(r.Context(), id)
@@ -359,6 +404,7 @@ func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request) {
 		writeBlobError(w, r, err)
 		return
 	}
+	s.corrupt.clear(id)
 	s.metrics.deletes.WithLabelValues(outcomeOK).Inc()
 	w.WriteHeader(http.StatusNoContent)
 }

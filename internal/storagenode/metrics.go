@@ -41,6 +41,7 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	registrations *prometheus.CounterVec
 	batchItems    prometheus.Histogram
+	blockFailures prometheus.Counter
 }
 
 // syncReporter is a store that makes writes durable with shared syncs and
@@ -93,6 +94,10 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dfs_node_registrations_total", Help: "Registration attempts with the coordinator by outcome.",
 		}, []string{"outcome"}),
+		blockFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dfs_node_blob_read_damage_total",
+			Help: "Reads that found a blob damaged (a block not matching its CRC-32C, or a small blob its SHA-256); the blob is refused until written again.",
+		}),
 		batchItems: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "dfs_node_blob_batch_items",
 			Help:    "Blobs per batched write request (POST /internal/blob-batch); each is also counted in dfs_node_blob_writes_total.",
@@ -162,7 +167,7 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 			Name: "dfs_node_sync_batch_seconds_total",
 			Help: "Time spent in batch-mode syncs.",
 		}, func() float64 { return syncStats().Time.Seconds() }),
-		m.writes, m.reads, m.deletes, m.rehashes, m.received, m.sent, m.requests, m.duration, m.registrations, m.batchItems,
+		m.writes, m.reads, m.deletes, m.rehashes, m.received, m.sent, m.requests, m.duration, m.registrations, m.batchItems, m.blockFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_blobs", Help: "Blobs stored."},
 			usage(func(u blob.Usage) int64 { return u.Blobs })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_stored_bytes", Help: "Bytes of blobs stored."},

@@ -39,6 +39,9 @@ type Server struct {
 	handler http.Handler
 	// scrubber re-hashes every blob once per SCRUB_PERIOD while Serve runs.
 	scrubber *scrub.Scrubber
+	// corrupt are the blobs a read found damaged, refused until written
+	// again.
+	corrupt corruptSet
 }
 
 // New opens the data directory named by cfg (creating it, cleaning up after
