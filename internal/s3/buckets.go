@@ -100,6 +100,9 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *request) error {
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
+	if err := s.abortUploads(r); err != nil {
+		return err
+	}
 	if err := s.o.Namespace.DeleteBucket(r.Context(), r.bucket); err != nil {
 		return err
 	}
@@ -107,6 +110,34 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *request) error {
 	s.log.Info("bucket deleted", "bucket", r.bucket, "by", r.accessKey)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// abortUploads aborts every unfinished multipart upload of a bucket that
+// holds no object, parts and all: S3 deletes a general-purpose bucket
+// whose only contents are such uploads. A bucket holding an object keeps
+// its uploads and is refused as not empty.
+func (s *Server) abortUploads(r *request) error {
+	held, err := s.o.Namespace.ObjectsAfter(r.Context(), meta.ObjectQuery{Bucket: r.bucket, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		return errBucketNotEmpt
+	}
+	afterKey, afterID := "", ""
+	for {
+		batch, err := s.o.Namespace.UploadsAfter(r.Context(), r.bucket, "", afterKey, afterID, 1000)
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		for _, u := range batch {
+			if err := s.dropUpload(r.Context(), u); err != nil {
+				return err
+			}
+			s.log.Info("multipart upload aborted with its bucket", "bucket", u.Bucket, "key", u.Key, "upload", u.ID)
+			afterKey, afterID = u.Key, u.ID
+		}
+	}
 }
 
 type locationConstraint struct {
@@ -148,5 +179,58 @@ func readXML(r io.Reader, v any) error {
 	if xml.Unmarshal(b, v) != nil {
 		return errMalformedXML
 	}
+	return nil
+}
+
+// grantee is an ACL grant's canonical user, typed as S3 types it.
+type grantee struct {
+	XSI         string `xml:"xmlns:xsi,attr"`
+	Type        string `xml:"xsi:type,attr"`
+	ID          string
+	DisplayName string
+}
+
+type grant struct {
+	Grantee    grantee
+	Permission string
+}
+
+type accessControlPolicy struct {
+	XMLName xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ AccessControlPolicy"`
+	Owner   owner
+	Grants  []grant `xml:"AccessControlList>Grant"`
+}
+
+// ownerACL is the one ACL a dfs bucket or object has: its bucket's owner
+// holds FULL_CONTROL and nobody else anything (admin keys pass by being
+// admins, not by a grant).
+func ownerACL(w http.ResponseWriter, ownerKey string) {
+	o := owner{ID: ownerKey, DisplayName: ownerKey}
+	writeXML(w, http.StatusOK, accessControlPolicy{Owner: o, Grants: []grant{{
+		Grantee:    grantee{XSI: "http://www.w3.org/2001/XMLSchema-instance", Type: "CanonicalUser", ID: o.ID, DisplayName: o.DisplayName},
+		Permission: "FULL_CONTROL",
+	}}})
+}
+
+// bucketACL answers GetBucketAcl.
+func (s *Server) bucketACL(w http.ResponseWriter, r *request) error {
+	b, err := s.ownedBucket(r)
+	if err != nil {
+		return err
+	}
+	ownerACL(w, b.Owner)
+	return nil
+}
+
+// objectACL answers GetObjectAcl: an object is its bucket owner's.
+func (s *Server) objectACL(w http.ResponseWriter, r *request) error {
+	b, err := s.ownedBucket(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.o.Namespace.GetObject(r.Context(), r.bucket, r.key); err != nil {
+		return err
+	}
+	ownerACL(w, b.Owner)
 	return nil
 }

@@ -3,6 +3,8 @@ package s3
 import (
 	"encoding/xml"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 
 	"github.com/dfs-project/dfs/internal/errs"
@@ -17,6 +19,9 @@ type Error struct {
 	Code    string
 	Status  int
 	Message string
+	// Region, when set, is the region the request should have been signed
+	// for, which s3cmd and the SDKs read to sign again.
+	Region string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -54,7 +59,10 @@ func toS3(err error) *Error {
 	}
 	var se *sigv4.Error
 	if errors.As(err, &se) {
-		return &Error{Code: se.Code, Status: se.Status, Message: se.Message}
+		return &Error{Code: se.Code, Status: se.Status, Message: se.Message, Region: se.Region}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errIncompleteBody
 	}
 	switch {
 	case errors.Is(err, objects.ErrDigest):
@@ -72,37 +80,62 @@ func toS3(err error) *Error {
 	case errs.CodeMultipartNotFound, errs.CodeUploadNotFound:
 		return errNoSuchUpload
 	}
+	// The messages below are S3's own: the error's text names what failed
+	// inside dfs (a node, a query, a driver's words), which is the log's
+	// business and not the client's.
 	switch errs.KindOf(err) {
 	case errs.Invalid:
-		return invalidArgument(err.Error())
+		return invalidArgument("The request is not valid.")
 	case errs.TooLarge:
-		return s3err(http.StatusBadRequest, "EntityTooLarge", err.Error())
+		return s3err(http.StatusBadRequest, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.")
 	case errs.Unsatisfiable:
 		return s3err(http.StatusRequestedRangeNotSatisfiable, "InvalidRange", "The requested range is not satisfiable")
 	case errs.Unavailable, errs.NoSpace:
-		return s3err(http.StatusServiceUnavailable, "ServiceUnavailable", err.Error())
+		return errServiceUnavailable
 	case errs.NotFound:
 		return errNoSuchKey
 	}
-	return s3err(http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+	return errInternal
 }
+
+var (
+	errIncompleteBody = s3err(http.StatusBadRequest, "IncompleteBody",
+		"You did not provide the number of bytes specified by the Content-Length HTTP header.")
+	errServiceUnavailable = s3err(http.StatusServiceUnavailable, "ServiceUnavailable", "The service is unavailable. Please retry.")
+	errInternal           = s3err(http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+)
 
 type errorBody struct {
 	XMLName   xml.Name `xml:"Error"`
 	Code      string
 	Message   string
+	Region    string `xml:",omitempty"`
 	Resource  string
 	RequestID string `xml:"RequestId"`
 }
 
-// writeError answers r with err as S3 XML. A HEAD answer has no body.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
+// writeError answers r with err as S3 XML. A HEAD answer has no body. An
+// error that is not an S3 answer of its own is logged whole, since the
+// client is told only its S3 code.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := toS3(err)
+	var own *Error
+	var sig *sigv4.Error
+	if !errors.As(err, &own) && !errors.As(err, &sig) {
+		lvl := slog.LevelInfo
+		if e.Status >= 500 {
+			lvl = slog.LevelWarn
+		}
+		log.Log(r.Context(), lvl, "S3 request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
+	}
+	if e.Region != "" {
+		w.Header().Set("X-Amz-Bucket-Region", e.Region)
+	}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(e.Status)
 		return
 	}
-	writeXML(w, e.Status, errorBody{Code: e.Code, Message: e.Message, Resource: r.URL.Path,
+	writeXML(w, e.Status, errorBody{Code: e.Code, Message: e.Message, Region: e.Region, Resource: r.URL.Path,
 		RequestID: httpx.RequestIDFrom(r.Context())})
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/xml"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -33,9 +32,9 @@ type listBucketResult struct {
 	Delimiter             string `xml:",omitempty"`
 	Marker                *string
 	NextMarker            string `xml:",omitempty"`
-	ContinuationToken     string `xml:",omitempty"`
+	ContinuationToken     *string
 	NextContinuationToken string `xml:",omitempty"`
-	StartAfter            string `xml:",omitempty"`
+	StartAfter            *string
 	KeyCount              *int
 	MaxKeys               int
 	EncodingType          string `xml:",omitempty"`
@@ -69,9 +68,16 @@ func (s *Server) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 	out := listBucketResult{Name: r.bucket, Prefix: lq.Prefix, Delimiter: lq.Delimiter, MaxKeys: n, EncodingType: enc}
 	fetchOwner := !v2 || q.Get("fetch-owner") == "true"
 	if v2 {
-		out.ContinuationToken, out.StartAfter = q.Get("continuation-token"), q.Get("start-after")
-		lq.After = out.StartAfter
-		if t := out.ContinuationToken; t != "" {
+		// Sent, they are given back, even empty, as S3 does.
+		if q.Has("start-after") {
+			sa := q.Get("start-after")
+			out.StartAfter, lq.After = &sa, sa
+		}
+		if q.Has("continuation-token") {
+			t := q.Get("continuation-token")
+			out.ContinuationToken = &t
+		}
+		if t := q.Get("continuation-token"); t != "" {
 			after, err := base64.RawURLEncoding.DecodeString(t)
 			if err != nil {
 				return invalidArgument("The continuation token provided is incorrect")
@@ -108,10 +114,11 @@ func (s *Server) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 		out.NextMarker = esc(page.Next)
 	}
 	if enc == "url" {
-		out.Prefix, out.Delimiter, out.StartAfter = esc(out.Prefix), esc(out.Delimiter), esc(out.StartAfter)
-		if out.Marker != nil {
-			m := esc(*out.Marker)
-			out.Marker = &m
+		out.Prefix, out.Delimiter = esc(out.Prefix), esc(out.Delimiter)
+		for _, p := range []*string{out.Marker, out.StartAfter} {
+			if p != nil {
+				*p = esc(*p)
+			}
 		}
 	}
 	writeXML(w, http.StatusOK, out)
@@ -131,5 +138,25 @@ func keyEncoder(enc string) func(string) string {
 	if enc != "url" {
 		return func(s string) string { return s }
 	}
-	return func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+	return urlEncode
+}
+
+// urlEncode is S3's encoding-type=url: every byte but the unreserved ones
+// percent-encoded, except '/' and '*', which S3 leaves as they are (a
+// prefix foo/ stays foo/). A space is %20, which every decoder reads back
+// as a space (a '+' would stay a '+' under path unescaping).
+func urlEncode(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '/', c == '*':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+	}
+	return b.String()
 }

@@ -62,30 +62,34 @@ var (
 		"Your proposed upload is smaller than the minimum allowed object size: every part but the last must be at least 5 MiB.")
 )
 
-// multipartOp runs one of the multipart operations, or answers 501 while
-// no session service is wired in. The bucket is checked first either way.
-func (s *Server) multipartOp(w http.ResponseWriter, r *request, op string) error {
-	if _, err := s.ownedBucket(r); err != nil {
-		return err
-	}
-	if s.o.Sessions == nil {
-		return notImplemented(op + " (multipart upload)")
-	}
+// multipartOp is the route of one of the multipart operations, answered
+// 501 while no session service is wired in. The bucket is checked first
+// either way.
+func (s *Server) multipartOp(op string) (string, handler) {
+	var run handler
 	switch op {
 	case "CreateMultipartUpload":
-		return s.createUpload(w, r)
+		run = s.createUpload
 	case "UploadPart", "UploadPartCopy":
-		return s.uploadPart(w, r, op == "UploadPartCopy")
+		run = func(w http.ResponseWriter, r *request) error { return s.uploadPart(w, r, op == "UploadPartCopy") }
 	case "CompleteMultipartUpload":
-		return s.completeUpload(w, r)
+		run = s.completeUpload
 	case "AbortMultipartUpload":
-		return s.abortUpload(w, r)
+		run = s.abortUpload
 	case "ListParts":
-		return s.listParts(w, r)
-	case "ListMultipartUploads":
-		return s.listUploads(w, r)
+		run = s.listParts
+	default:
+		run = s.listUploads
 	}
-	return notImplemented(op)
+	return op, func(w http.ResponseWriter, r *request) error {
+		if _, err := s.ownedBucket(r); err != nil {
+			return err
+		}
+		if s.o.Sessions == nil {
+			return notImplemented(op + " (multipart upload)")
+		}
+		return run(w, r)
+	}
 }
 
 type initiateResult struct {
@@ -298,13 +302,24 @@ func (s *Server) abortUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.o.Sessions.AbortSession(r.Context(), u.SessionID); err != nil && !errs.Is(err, errs.NotFound) {
-		return err
-	}
-	if err := s.o.Namespace.DeleteUpload(r.Context(), u.ID); err != nil && errs.CodeOf(err) != errs.CodeMultipartNotFound {
+	if err := s.dropUpload(r.Context(), u); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// dropUpload aborts an upload's session, its parts with it, and forgets
+// the upload; either gone already is fine.
+func (s *Server) dropUpload(ctx context.Context, u meta.Upload) error {
+	if s.o.Sessions != nil {
+		if err := s.o.Sessions.AbortSession(ctx, u.SessionID); err != nil && !errs.Is(err, errs.NotFound) {
+			return err
+		}
+	}
+	if err := s.o.Namespace.DeleteUpload(ctx, u.ID); err != nil && errs.CodeOf(err) != errs.CodeMultipartNotFound {
+		return err
+	}
 	return nil
 }
 

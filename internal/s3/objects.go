@@ -31,20 +31,29 @@ func headersOf(h http.Header) map[string]string {
 	for _, name := range storedHeaders {
 		v := h.Get(name)
 		if name == "Content-Encoding" {
-			// aws-chunked describes the transfer, not the object.
-			var kept []string
-			for part := range strings.SplitSeq(v, ",") {
-				if p := strings.TrimSpace(part); p != "" && p != "aws-chunked" {
-					kept = append(kept, p)
-				}
-			}
-			v = strings.Join(kept, ",")
+			v = withoutAWSChunked(v)
 		}
 		if v != "" {
 			out[name] = v
 		}
 	}
 	return out
+}
+
+// withoutAWSChunked is a Content-Encoding without its aws-chunked coding,
+// which describes the transfer and not the object; the codings left are
+// kept byte for byte, as S3 gives them back.
+func withoutAWSChunked(v string) string {
+	if !strings.Contains(v, "aws-chunked") {
+		return v
+	}
+	var kept []string
+	for part := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(part) != "aws-chunked" {
+			kept = append(kept, part)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, ","))
 }
 
 func checkKey(key string) error {
@@ -126,7 +135,13 @@ func objectHeaders(w http.ResponseWriter, o meta.Object) {
 	h.Set("Content-Type", o.ContentType)
 	h.Set("Accept-Ranges", "bytes")
 	for k, v := range o.Headers {
-		h.Set(k, v)
+		if strings.HasPrefix(k, "x-amz-meta-") {
+			// Under the lower-case name S3 answers with: clients that keep
+			// a header's spelling (botocore) would give Foo for foo.
+			h[k] = []string{v}
+		} else {
+			h.Set(k, v)
+		}
 	}
 }
 
@@ -183,7 +198,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		for k := range w.Header() {
 			if k != "X-Amz-Request-Id" && k != "X-Request-Id" {
-				w.Header().Del(k)
+				delete(w.Header(), k) // by its stored spelling: Del would canonicalize it
 			}
 		}
 		return err

@@ -10,8 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -60,13 +63,7 @@ func New(o Options) http.Handler {
 		objects: &objects.Service{Files: o.Files, Namespace: o.Namespace, Log: o.Logger}}
 	var h http.Handler = http.HandlerFunc(s.serve)
 	h = httpx.Recover(o.Logger)(h)
-	observe := o.Observe
-	if observe != nil {
-		// One bounded label for the S3 listener, whose paths are bucket and
-		// key names rather than routes.
-		observe = func(_, method string, status int, seconds float64) { o.Observe("s3", method, status, seconds) }
-	}
-	h = httpx.AccessLog(o.Logger, observe)(h)
+	h = httpx.AccessLog(o.Logger, o.Observe)(h)
 	return amzRequestID(h)
 }
 
@@ -76,7 +73,13 @@ func amzRequestID(next http.Handler) http.Handler {
 		id := httpx.NewRequestID()
 		w.Header().Set("X-Amz-Request-Id", id)
 		w.Header().Set(httpx.RequestIDHeader, id)
-		next.ServeHTTP(w, r.WithContext(httpx.WithRequestID(r.Context(), id)))
+		ctx := httpx.WithRequestID(r.Context(), id)
+		// The access log and the metrics name a request by its route; an S3
+		// request's route is its operation (PutObject, ListObjectsV2, …), a
+		// bounded set unlike its paths, which serve writes here once it
+		// knows the operation.
+		ctx = context.WithValue(ctx, chi.RouteCtxKey, chi.NewRouteContext())
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -105,23 +108,44 @@ func (s *Server) address(r *http.Request) (bucket, key string) {
 	return bucket, key
 }
 
+// handler runs one S3 operation.
+type handler func(http.ResponseWriter, *request) error
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	req := &request{Request: r}
+	req.bucket, req.key = s.address(r)
+	q := r.URL.Query()
+	op, h := s.route(req, q)
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		rc.RoutePatterns = []string{op}
+	}
+	fail := func(err error) { writeError(w, r, s.log, err) }
 	if !sigv4.Signed(r) {
-		writeError(w, r, errAccessDenied)
+		fail(errAccessDenied)
 		return
 	}
 	ak, err := s.verifier.Verify(r)
 	if err != nil {
 		s.log.Info("S3 request refused", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, r, err)
+		fail(err)
 		return
 	}
-	req := &request{Request: r, accessKey: ak, admin: s.o.Keys.IsAdmin(r.Context(), ak)}
-	req.bucket, req.key = s.address(r)
-	if err := s.dispatch(w, req); err != nil {
-		writeError(w, r, err)
+	req.accessKey, req.admin = ak, s.o.Keys.IsAdmin(r.Context(), ak)
+	if err := refusals(req); err != nil {
+		fail(err)
+		return
+	}
+	if err := h(w, req); err != nil {
+		fail(err)
 	}
 }
+
+// refuse is the handler of a request dfs answers with err whatever it is.
+func refuse(err error) handler { return func(http.ResponseWriter, *request) error { return err } }
+
+// opUnsupported names, in the metrics and the log, a request that is no
+// operation dfs implements.
+const opUnsupported = "Unsupported"
 
 // unsupported are the sub-resources dfs does not implement; a request for
 // one is answered 501 rather than as the plain operation it would
@@ -195,13 +219,11 @@ func checkStorageClass(r *request) error {
 	return notImplemented("the storage class " + class + " (every object is STANDARD)")
 }
 
-func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
-	q := r.URL.Query()
+// refusals answers, before any operation runs, a request whose headers
+// ask for what dfs does not do.
+func refusals(r *request) error {
 	if err := checkStorageClass(r); err != nil {
 		return err
-	}
-	if r.key != "" && q.Has("tagging") && r.Method == http.MethodGet {
-		return s.objectTagging(w, r)
 	}
 	if r.Header.Get("X-Amz-Tagging") != "" {
 		// Storing the object without the tags it was sent with would be a
@@ -216,22 +238,34 @@ func (s *Server) dispatch(w http.ResponseWriter, r *request) error {
 	if h := unhonoured(r); h != "" {
 		return notImplemented("the " + h + " header")
 	}
-	for _, sub := range unsupported {
-		if q.Has(sub) {
-			return notImplemented("the ?" + sub + " sub-resource")
-		}
-	}
+	return nil
+}
+
+// route names r's operation, as S3's API calls it, and its handler.
+func (s *Server) route(r *request, q url.Values) (string, handler) {
 	switch {
 	case r.bucket == "":
 		if r.Method == http.MethodGet {
-			return s.listBuckets(w, r)
+			return "ListBuckets", s.listBuckets
 		}
+		return opUnsupported, refuse(notImplemented(r.Method + " on the service"))
 	case r.key == "":
-		return s.bucketOp(w, r, q)
+		return s.bucketRoute(r, q)
 	default:
-		return s.objectOp(w, r, q)
+		return s.objectRoute(r, q)
 	}
-	return notImplemented(r.Method + " on the service")
+}
+
+// unsupportedSub is the handler of a request for a sub-resource dfs does
+// not implement, answered 501 rather than as the plain operation it would
+// otherwise look like; nil when q names none.
+func unsupportedSub(q url.Values) handler {
+	for _, sub := range unsupported {
+		if q.Has(sub) {
+			return refuse(notImplemented("the ?" + sub + " sub-resource"))
+		}
+	}
+	return nil
 }
 
 // subresource names a query parameter of q other than the signature's
@@ -245,84 +279,106 @@ func subresource(q map[string][]string) string {
 	return ""
 }
 
-func (s *Server) bucketOp(w http.ResponseWriter, r *request, q map[string][]string) error {
-	has := func(k string) bool { _, ok := q[k]; return ok }
+func (s *Server) bucketRoute(r *request, q url.Values) (string, handler) {
+	if r.Method == http.MethodGet && q.Has("acl") {
+		return "GetBucketAcl", s.bucketACL
+	}
+	if h := unsupportedSub(q); h != nil {
+		return opUnsupported, h
+	}
 	switch r.Method {
 	case http.MethodPut, http.MethodDelete:
 		// CreateBucket and DeleteBucket take no sub-resource: a PUT or DELETE
 		// with one (PutBucketVersioning's ?versioning, say) would otherwise
 		// create or delete the bucket and answer a wrong success.
 		if sub := subresource(q); sub != "" {
-			return notImplemented(r.Method + " on the ?" + sub + " sub-resource of a bucket")
+			return opUnsupported, refuse(notImplemented(r.Method + " on the ?" + sub + " sub-resource of a bucket"))
 		}
 		if r.Method == http.MethodPut {
-			return s.createBucket(w, r)
+			return "CreateBucket", s.createBucket
 		}
-		return s.deleteBucket(w, r)
+		return "DeleteBucket", s.deleteBucket
 	case http.MethodHead:
-		_, err := s.ownedBucket(r)
-		if err == nil {
-			w.WriteHeader(http.StatusOK)
+		return "HeadBucket", func(w http.ResponseWriter, r *request) error {
+			_, err := s.ownedBucket(r)
+			if err == nil {
+				w.WriteHeader(http.StatusOK)
+			}
+			return err
 		}
-		return err
 	case http.MethodGet:
 		switch {
-		case has("location"):
-			return s.bucketLocation(w, r)
-		case has("versioning"):
-			return s.bucketVersioning(w, r)
-		case has("uploads"):
-			return s.multipartOp(w, r, "ListMultipartUploads")
-		case q["list-type"] != nil && q["list-type"][0] == "2":
-			return s.listObjects(w, r, true)
+		case q.Has("location"):
+			return "GetBucketLocation", s.bucketLocation
+		case q.Has("versioning"):
+			return "GetBucketVersioning", s.bucketVersioning
+		case q.Has("uploads"):
+			return s.multipartOp("ListMultipartUploads")
+		case q.Get("list-type") == "2":
+			return "ListObjectsV2", func(w http.ResponseWriter, r *request) error { return s.listObjects(w, r, true) }
 		default:
-			return s.listObjects(w, r, false)
+			return "ListObjects", func(w http.ResponseWriter, r *request) error { return s.listObjects(w, r, false) }
 		}
 	case http.MethodPost:
-		if has("delete") {
-			return s.deleteObjects(w, r)
+		if q.Has("delete") {
+			return "DeleteObjects", s.deleteObjects
 		}
 	}
-	return notImplemented(r.Method + " on a bucket")
+	return opUnsupported, refuse(notImplemented(r.Method + " on a bucket"))
 }
 
-func (s *Server) objectOp(w http.ResponseWriter, r *request, q map[string][]string) error {
-	has := func(k string) bool { _, ok := q[k]; return ok }
+func (s *Server) objectRoute(r *request, q url.Values) (string, handler) {
+	if r.Method == http.MethodGet {
+		switch {
+		case q.Has("tagging"):
+			return "GetObjectTagging", s.objectTagging
+		case q.Has("acl"):
+			return "GetObjectAcl", s.objectACL
+		}
+	}
+	if h := unsupportedSub(q); h != nil {
+		return opUnsupported, h
+	}
+	copying := r.Header.Get("X-Amz-Copy-Source") != ""
 	switch r.Method {
 	case http.MethodPut:
 		switch {
-		case has("uploadId") && r.Header.Get("X-Amz-Copy-Source") != "":
-			return s.multipartOp(w, r, "UploadPartCopy")
-		case has("uploadId"):
-			return s.multipartOp(w, r, "UploadPart")
-		case r.Header.Get("X-Amz-Copy-Source") != "":
-			return s.copyObject(w, r)
+		case q.Has("uploadId") && copying:
+			return s.multipartOp("UploadPartCopy")
+		case q.Has("uploadId"):
+			return s.multipartOp("UploadPart")
+		case copying:
+			return "CopyObject", s.copyObject
 		}
-		return s.putObject(w, r)
+		return "PutObject", s.putObject
 	case http.MethodGet, http.MethodHead:
-		if has("uploadId") {
-			return s.multipartOp(w, r, "ListParts")
+		if q.Has("uploadId") {
+			return s.multipartOp("ListParts")
 		}
-		if has("partNumber") && q["partNumber"][0] != "1" {
+		op := "GetObject"
+		if r.Method == http.MethodHead {
+			op = "HeadObject"
+		}
+		if q.Has("partNumber") && q.Get("partNumber") != "1" {
 			// dfs keeps no part boundaries: the whole object is its one part,
 			// and answering it for part 2 would be a wrong success.
-			return notImplemented("GetObject and HeadObject of a part other than the first (partNumber)")
+			return op, refuse(notImplemented("GetObject and HeadObject of a part other than the first (partNumber)"))
 		}
-		return s.getObject(w, r)
+		return op, s.getObject
 	case http.MethodDelete:
-		if has("uploadId") {
-			return s.multipartOp(w, r, "AbortMultipartUpload")
+		if q.Has("uploadId") {
+			return s.multipartOp("AbortMultipartUpload")
 		}
-		return s.deleteObject(w, r)
+		return "DeleteObject", s.deleteObject
 	case http.MethodPost:
 		switch {
-		case has("uploads"):
-			return s.multipartOp(w, r, "CreateMultipartUpload")
-		case has("uploadId"):
-			return s.multipartOp(w, r, "CompleteMultipartUpload")
+		case q.Has("uploads"):
+			return s.multipartOp("CreateMultipartUpload")
+		case q.Has("uploadId"):
+			return s.multipartOp("CompleteMultipartUpload")
 		}
 	}
-	return notImplemented(r.Method + " on an object")
+	return opUnsupported, refuse(notImplemented(r.Method + " on an object"))
 }
 
 // ownedBucket reads the request's bucket and checks that its key may use

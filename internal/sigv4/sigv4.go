@@ -48,6 +48,9 @@ type Error struct {
 	Code    string
 	Status  int
 	Message string
+	// Region is set on a request signed for another region: the one to
+	// sign for, which S3 answers in the error's <Region> element.
+	Region string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -148,7 +151,9 @@ func (v *Verifier) Verify(r *http.Request) (string, error) {
 		return "", err
 	}
 	if a.region != v.Region {
-		return "", malformed("the region %q is wrong; expecting %q", a.region, v.Region)
+		e := malformed("The authorization header is malformed; the region '%s' is wrong; expecting '%s'", a.region, v.Region)
+		e.Region = v.Region
+		return "", e
 	}
 	t := now()
 	if a.presigned {

@@ -78,7 +78,7 @@ func nonNil[T any](v []T) []T {
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	err := s.tx(ctx, "delete bucket "+name, func(ctx context.Context, tx pgx.Tx) error {
 		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM objects WHERE bucket = $1 LIMIT 1`, name).Scan(&one)
+		err := tx.QueryRow(ctx, `SELECT 1 FROM objects WHERE bucket = $1 UNION ALL SELECT 1 FROM multipart_uploads WHERE bucket = $1 LIMIT 1`, name).Scan(&one)
 		switch {
 		case err == nil:
 			return rules.BucketNotEmpty(name)

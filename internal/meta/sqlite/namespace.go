@@ -83,7 +83,7 @@ func fail2[T any](ctx context.Context, op string) func(T, error) (T, error) {
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	return s.writeTx(ctx, "delete bucket "+name, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE bucket = ? LIMIT 1`, name).Scan(&one)
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE bucket = ? UNION ALL SELECT 1 FROM multipart_uploads WHERE bucket = ? LIMIT 1`, name, name).Scan(&one)
 		switch {
 		case err == nil:
 			return rules.BucketNotEmpty(name)
