@@ -345,8 +345,10 @@ type Store interface {
 	// are written. NotFound if the session is gone.
 	BeginPart(ctx context.Context, p *UploadPart) error
 	// FinishPart marks the attempt p.PartID done with p's size and checksums
-	// and, in the same transaction, drops every other attempt at the same
-	// number, marking their chunks DELETED; it returns those chunks' IDs.
+	// and, in the same transaction, drops every other finished attempt at
+	// the same number, marking their chunks DELETED; it returns those
+	// chunks' IDs. An attempt still unfinished is left to finish, and then
+	// replaces this one: the last attempt to finish is the part.
 	// NotFound if the session or the attempt is gone.
 	FinishPart(ctx context.Context, p *UploadPart) ([]string, error)
 	// CompleteSession makes the finished attempts partIDs, in that order,

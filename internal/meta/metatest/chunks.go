@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -236,6 +237,54 @@ func testPartReplacement(t *testing.T, s meta.Store) {
 	requireKind(t, err, errs.NotFound)
 	_, _, err = s.GetSession(ctx, u.ID)
 	require.NoError(t, err)
+}
+
+// testRacingPartAttempts: attempts at one part number sent at once (a
+// client's retry while its first send is in flight) never drop each other
+// unfinished: the one that finishes last is the part, whatever the order
+// they began in, and when they finish together exactly one survives.
+func testRacingPartAttempts(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "n1")
+	u := newSession(t, s, time.Hour)
+	first, retry := newPart(t, s, u, 1), newPart(t, s, u, 1)
+	firstChunks := addChunks(t, s, first.PartID, 1, 10, "n1")
+	retryChunks := addChunks(t, s, retry.PartID, 1, 10, "n1")
+	require.Empty(t, finishPart(t, s, retry, 10), "an unfinished attempt is not dropped")
+	require.ElementsMatch(t, retryChunks, finishPart(t, s, first, 10), "the last to finish wins")
+	_, parts, err := s.GetSession(ctx, u.ID)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+	require.Equal(t, first.PartID, parts[0].PartID)
+	rec, err := s.GetFile(ctx, firstChunks[0])
+	require.NoError(t, err)
+	require.Equal(t, meta.FileActive, rec.Status)
+
+	const n = 8
+	attempts := make([]meta.UploadPart, n)
+	for i := range attempts {
+		attempts[i] = newPart(t, s, u, 2)
+		addChunks(t, s, attempts[i].PartID, 1, 10, "n1")
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for _, p := range attempts {
+		wg.Go(func() {
+			p.SizeBytes, p.SHA256, p.MD5 = 10, "sha", "md5"
+			_, err := s.FinishPart(ctx, &p)
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			requireKind(t, err, errs.NotFound) // dropped by a later finish before its own
+		}
+	}
+	_, parts, err = s.GetSession(ctx, u.ID)
+	require.NoError(t, err)
+	require.Len(t, parts, 2, "one attempt of part 2 survives beside part 1")
 }
 
 func testSessionExpiryAndDelete(t *testing.T, s meta.Store) {

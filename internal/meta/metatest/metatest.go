@@ -85,6 +85,7 @@ func Run(t *testing.T, open Opener) {
 		{"ChunkedFileLifecycle", testChunkedFileLifecycle},
 		{"ChunkedManifestDeletedIsWalked", testChunkedManifestDeletedIsWalked},
 		{"PartReplacement", testPartReplacement},
+		{"RacingPartAttempts", testRacingPartAttempts},
 		{"SessionExpiryAndDelete", testSessionExpiryAndDelete},
 		{"ChunkValidation", testChunkValidation},
 		{"ChunkWritesAreReadBack", testChunkWritesAreReadBack},

@@ -191,6 +191,17 @@ func (s *Store) FinishPart(ctx context.Context, p *meta.UploadPart) ([]string, e
 	}
 	var dropped []string
 	err := s.tx(ctx, "finish part of "+p.SessionID, func(ctx context.Context, tx pgx.Tx) error {
+		// Finishes of one session run one at a time, so that two attempts
+		// at a number finishing together cannot each miss the other's
+		// commit and both stay.
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM upload_sessions WHERE id = $1 FOR UPDATE`, p.SessionID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.E(errs.NotFound, "upload session %s is gone", p.SessionID)
+		}
+		if err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `UPDATE upload_parts SET done = true, size_bytes = $1, sha256 = $2, md5 = $3
 			WHERE part_id = $4 AND session_id = $5 AND number = $6`, p.SizeBytes, p.SHA256, p.MD5, p.PartID, p.SessionID, p.Number)
 		if err != nil {
@@ -199,11 +210,13 @@ func (s *Store) FinishPart(ctx context.Context, p *meta.UploadPart) ([]string, e
 		if tag.RowsAffected() == 0 {
 			return errs.E(errs.NotFound, "part %d of upload session %s is gone", p.Number, p.SessionID)
 		}
-		others := `parent_id IN (SELECT part_id FROM upload_parts WHERE session_id = $2 AND number = $3 AND part_id <> $4)`
+		// Only finished attempts: one still in flight (a retry sent while
+		// the first send was under way) replaces this one when it finishes.
+		others := `parent_id IN (SELECT part_id FROM upload_parts WHERE session_id = $2 AND number = $3 AND part_id <> $4 AND done)`
 		if dropped, err = deleteChunks(ctx, tx, others, p.SessionID, p.Number, p.PartID); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM upload_parts WHERE session_id = $1 AND number = $2 AND part_id <> $3`,
+		_, err = tx.Exec(ctx, `DELETE FROM upload_parts WHERE session_id = $1 AND number = $2 AND part_id <> $3 AND done`,
 			p.SessionID, p.Number, p.PartID)
 		return err
 	})

@@ -230,11 +230,13 @@ func (s *Store) FinishPart(ctx context.Context, p *meta.UploadPart) ([]string, e
 		if n == 0 {
 			return errs.E(errs.NotFound, "part %d of upload session %s is gone", p.Number, p.SessionID)
 		}
-		others := `parent_id IN (SELECT part_id FROM upload_parts WHERE session_id = ? AND number = ? AND part_id <> ?)`
+		// Only finished attempts: one still in flight (a retry sent while
+		// the first send was under way) replaces this one when it finishes.
+		others := `parent_id IN (SELECT part_id FROM upload_parts WHERE session_id = ? AND number = ? AND part_id <> ? AND done = 1)`
 		if dropped, err = deleteChunks(ctx, tx, others, p.SessionID, p.Number, p.PartID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM upload_parts WHERE session_id = ? AND number = ? AND part_id <> ?`,
+		_, err = tx.ExecContext(ctx, `DELETE FROM upload_parts WHERE session_id = ? AND number = ? AND part_id <> ? AND done = 1`,
 			p.SessionID, p.Number, p.PartID)
 		return err
 	})
