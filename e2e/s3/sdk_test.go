@@ -316,7 +316,7 @@ func TestS3WithTheGoClients(t *testing.T) {
 		status, body := c.signed(http.MethodPost, "/photos?delete", []byte("<Delete><Object><Key>shared.txt</Key></Object"))
 		require.Equal(t, http.StatusBadRequest, status)
 		require.Contains(t, string(body), "<Code>MalformedXML</Code>")
-		status, body = c.signed(http.MethodGet, "/photos?acl", nil)
+		status, body = c.signed(http.MethodGet, "/photos?policy", nil)
 		require.Equal(t, http.StatusNotImplemented, status)
 		require.Contains(t, string(body), "<Code>NotImplemented</Code>")
 		resp, err := c.http.Get(c.s3URL + "/photos/shared.txt")

@@ -258,7 +258,9 @@ func TestErrorsSayNothingInternal(t *testing.T) {
 	for _, k := range []errs.Kind{errs.Other, errs.Invalid, errs.NotFound, errs.Conflict, errs.Unavailable, errs.TooLarge,
 		errs.NoSpace, errs.Corrupt, errs.Unsatisfiable, errs.Forbidden} {
 		t.Run(k.String(), func(t *testing.T) {
-			s := newSDKServer(t, func(f objects.Files) objects.Files { return leakyFiles{f, errs.Wrap(k, cause, "store on %s", "node-7")} })
+			s := newSDKServer(t, func(f objects.Files) objects.Files {
+				return leakyFiles{f, errs.Wrap(k, cause, "store on %s", "node-7")}
+			})
 			status, body := call(t, s.srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
 			require.Equal(t, http.StatusOK, status, body)
 			status, body = call(t, s.srv, http.MethodPut, "", "/bkt/k", "us-east-1", []byte("v"))
@@ -302,4 +304,40 @@ func TestMetricsNameTheOperation(t *testing.T) {
 	defer s.mu.Unlock()
 	require.Equal(t, []string{"CreateBucket", "PutObject", "GetObject", "ListObjectsV2", "CreateMultipartUpload", "UploadPart",
 		"GetBucketVersioning", "Unsupported"}, slices.Clip(s.routes))
+}
+
+// TestCompleteRetried: a Complete sent again after it succeeded (its
+// answer lost) answers the same result; one naming other parts, or sent
+// once the key holds something else, is NoSuchUpload.
+func TestCompleteRetried(t *testing.T) {
+	s := newSDKServer(t, nil)
+	ctx := context.Background()
+	_, err := s.c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("bkt")})
+	require.NoError(t, err)
+	create, err := s.c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mp")})
+	require.NoError(t, err)
+	var parts []types.CompletedPart
+	for n, body := range []string{strings.Repeat("a", 5<<20), "tail"} {
+		out, err := s.c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("mp"), UploadId: create.UploadId,
+			PartNumber: aws.Int32(int32(n + 1)), Body: strings.NewReader(body)})
+		require.NoError(t, err)
+		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(int32(n + 1)), ETag: out.ETag})
+	}
+	complete := func(parts []types.CompletedPart) (*awss3.CompleteMultipartUploadOutput, error) {
+		return s.c.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mp"),
+			UploadId: create.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	}
+	first, err := complete(parts)
+	require.NoError(t, err)
+	again, err := complete(parts)
+	require.NoError(t, err, "a retry of a Complete that succeeded")
+	require.Equal(t, aws.ToString(first.ETag), aws.ToString(again.ETag))
+	require.Equal(t, aws.ToString(first.Location), aws.ToString(again.Location))
+	_, err = complete(parts[1:])
+	require.Equal(t, "NoSuchUpload", s3Code(t, err), "other parts than the Complete that succeeded")
+	_, err = s.c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("mp"), Body: strings.NewReader("new")})
+	require.NoError(t, err)
+	_, err = complete(parts)
+	require.Equal(t, "NoSuchUpload", s3Code(t, err), "the key holds something else now")
+	require.Len(t, s.files.data, 1)
 }

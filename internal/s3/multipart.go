@@ -237,16 +237,19 @@ func multipartETag(md5s []string) (string, error) {
 }
 
 func (s *Server) completeUpload(w http.ResponseWriter, r *request) error {
-	u, err := s.upload(r)
-	if err != nil {
-		return err
-	}
 	var req completeRequest
 	if err := readXML(r.Body, &req); err != nil {
 		return err
 	}
 	if len(req.Parts) == 0 {
 		return errMalformedXML
+	}
+	u, err := s.upload(r)
+	if err == errNoSuchUpload {
+		return s.completedBefore(w, r, req)
+	}
+	if err != nil {
+		return err
 	}
 	received, err := s.o.Sessions.Parts(r.Context(), u.SessionID)
 	if err != nil {
@@ -278,6 +281,9 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	fileID, size, err := s.o.Sessions.CompleteSession(r.Context(), u.SessionID, numbers)
+	if errs.CodeOf(err) == errs.CodeUploadNotFound {
+		return s.completedBefore(w, r, req) // a Complete sent twice at once
+	}
 	if err != nil {
 		return err
 	}
@@ -293,8 +299,39 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *request) error {
 		s.log.Warn("a completed upload's record was not removed", "upload", u.ID, "err", err)
 	}
 	s.log.Info("multipart upload completed", "bucket", u.Bucket, "key", u.Key, "upload", u.ID, "parts", len(numbers), "bytes", size)
-	writeXML(w, http.StatusOK, completeResult{Location: "/" + u.Bucket + "/" + u.Key, Bucket: u.Bucket, Key: u.Key, ETag: quote(etag)})
+	writeCompleted(w, u.Bucket, u.Key, etag)
 	return nil
+}
+
+// completedBefore answers a Complete whose upload is gone: a retry of a
+// Complete that succeeded (an SDK sends one when the first answer was
+// lost) is answered the same success while the key still holds what that
+// Complete made — an object whose ETag is the one the parts named give,
+// which only the same parts' bytes have. Anything else is NoSuchUpload.
+func (s *Server) completedBefore(w http.ResponseWriter, r *request, req completeRequest) error {
+	md5s := make([]string, len(req.Parts))
+	for i, p := range req.Parts {
+		md5s[i] = strings.Trim(p.ETag, `"`)
+		if len(md5s[i]) != 2*md5.Size {
+			return errNoSuchUpload
+		}
+	}
+	etag, err := multipartETag(md5s)
+	if err != nil {
+		return errNoSuchUpload
+	}
+	o, err := s.o.Namespace.GetObject(r.Context(), r.bucket, r.key)
+	if err != nil || o.ETag != etag {
+		return errNoSuchUpload
+	}
+	s.log.Info("multipart upload completed again: a retry answered as the first", "bucket", r.bucket, "key", r.key,
+		"upload", r.URL.Query().Get("uploadId"))
+	writeCompleted(w, r.bucket, r.key, etag)
+	return nil
+}
+
+func writeCompleted(w http.ResponseWriter, bucket, key, etag string) {
+	writeXML(w, http.StatusOK, completeResult{Location: "/" + bucket + "/" + key, Bucket: bucket, Key: key, ETag: quote(etag)})
 }
 
 func (s *Server) abortUpload(w http.ResponseWriter, r *request) error {
