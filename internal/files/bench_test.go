@@ -163,18 +163,5 @@ func BenchmarkLargeDownload(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	buf := make([]byte, 256<<10)
-	b.SetBytes(size)
-	b.ReportAllocs()
-	for b.Loop() {
-		d, err := s.Open(ctx, res.FileID, byterange.Request{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, d.Body, buf)
-		d.Body.Close()
-		if err != nil || n != size {
-			b.Fatalf("read %d of %d bytes: %v", n, int64(size), err)
-		}
-	}
+	benchReadWhole(b, s, res.FileID, size)
 }
