@@ -406,6 +406,31 @@ func TestInfo(t *testing.T) {
 	require.Len(t, file.Replicas, 2)
 }
 
+func TestPutAndInfoSummariseAChunkedFilesCopies(t *testing.T) {
+	f := newFakeCoordinator(t)
+	f.chunkSize = 4
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.bin")
+	require.NoError(t, os.WriteFile(path, []byte("0123456789"), 0o644))
+	code, stdout, stderr := dfs(t, f.srv.URL, "", "put", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `  ACTIVE  big.bin  10 B  3 chunks, 3 copies each on node-1, node-2, node-3\n$`, stdout)
+	require.NotContains(t, stdout, "replicas none")
+	id := strings.Fields(stdout)[0]
+
+	f.mu.Lock()
+	ch := f.files[id].meta.Chunks
+	ch[1].Status, ch[1].Reason = client.FileDegraded, "node-2 is down"
+	ch[1].Replicas[2].Status = client.CopyFailed
+	f.mu.Unlock()
+	code, stdout, stderr = dfs(t, f.srv.URL, "", "info", id)
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^copies\s+3 chunks, 2–3 copies each on node-1, node-2, node-3$`, stdout)
+	require.Regexp(t, `(?m)^1\s+DEGRADED\s+node-3, node-1\s+node-2 is down$`, stdout)
+	require.NotContains(t, stdout, "NODE", "a chunked file has no copy table of its own")
+	require.NotRegexp(t, `(?m)^0\s`, stdout, "ACTIVE chunks are not listed")
+}
+
 func TestRm(t *testing.T) {
 	f := newFakeCoordinator(t)
 	id := f.add("a", []byte("a"))

@@ -55,6 +55,7 @@ type fakeCoordinator struct {
 	durability    client.DurabilityReport
 	scrub         *client.ScrubReport // nil: the coordinator has no scrub route
 	sessions      fakeSessions
+	chunkSize     int // above 0: larger files are stored as chunks of this size, each on node-1, node-2 and node-3
 }
 
 type fakeFile struct {
@@ -128,8 +129,27 @@ func (f *fakeCoordinator) addLocked(name, ctype string, data []byte) string {
 			{NodeID: "node-2", Status: client.CopyActive, CreatedAt: now, UpdatedAt: now},
 		},
 	}}
+	if f.chunkSize > 0 && len(data) > f.chunkSize {
+		f.chunkLocked(&f.files[id].meta, data)
+	}
 	f.order = append(f.order, id)
 	return id
+}
+
+// chunkLocked stores m as a chunked file: the file has no copies of its
+// own, each chunk three ACTIVE ones.
+func (f *fakeCoordinator) chunkLocked(m *client.File, data []byte) {
+	m.Replicas = nil
+	for i, off := 0, 0; off < len(data); i, off = i+1, off+f.chunkSize {
+		end := min(off+f.chunkSize, len(data))
+		sum := sha256.Sum256(data[off:end])
+		c := client.Chunk{Index: i, ChunkID: uuid.NewString(), Offset: int64(off), SizeBytes: int64(end - off),
+			Checksum: hex.EncodeToString(sum[:]), Status: client.FileActive}
+		for _, n := range []string{"node-3", "node-1", "node-2"} {
+			c.Replicas = append(c.Replicas, client.Replica{NodeID: n, Status: client.CopyActive, Primary: n == "node-3"})
+		}
+		m.Chunks = append(m.Chunks, c)
+	}
 }
 
 func (f *fakeCoordinator) file(w http.ResponseWriter, r *http.Request) *fakeFile {
@@ -168,6 +188,9 @@ func (f *fakeCoordinator) upload(w http.ResponseWriter, r *http.Request) {
 		FileID: m.FileID, FileName: m.FileName, ContentType: m.ContentType, SizeBytes: m.SizeBytes,
 		Checksum: m.Checksum, Status: m.Status, PrimaryNode: m.PrimaryNode, Replicas: []string{"node-2"},
 		ReplicationFactor: 3, CreatedAt: m.CreatedAt, Reason: m.Reason,
+	}
+	if len(m.Chunks) > 0 {
+		res.Replicas = []string{}
 	}
 	httpx.WriteJSON(w, http.StatusCreated, res)
 }

@@ -200,8 +200,8 @@ func (cc *clientCmd) putOne(ctx context.Context, path, name string, opts client.
 	if cc.json {
 		cc.printJSON(res)
 	} else {
-		fmt.Fprintf(cc.s.out, "%s  %s  %s  %s  primary %s, replicas %s\n",
-			res.FileID, res.Status, res.FileName, humanBytes(res.SizeBytes), res.PrimaryNode, orNone(res.Replicas))
+		fmt.Fprintf(cc.s.out, "%s  %s  %s  %s  %s\n",
+			res.FileID, res.Status, res.FileName, humanBytes(res.SizeBytes), cc.copiesOf(ctx, res))
 	}
 	if res.Replayed {
 		fmt.Fprintf(cc.s.err, "dfs put: %s: already stored under this idempotency key; nothing new was stored\n", path)
@@ -474,6 +474,55 @@ func runLs(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
+// copiesOf says where an upload's copies are. A chunked file has no copies
+// of its own (each chunk has its own), so an upload that names no other
+// holder is looked up once more to summarise its chunks' copies.
+func (cc *clientCmd) copiesOf(ctx context.Context, res client.UploadResult) string {
+	whole := fmt.Sprintf("primary %s, replicas %s", res.PrimaryNode, orNone(res.Replicas))
+	if len(res.Replicas) > 0 {
+		return whole
+	}
+	f, err := cc.c.Metadata(ctx, res.FileID)
+	if err != nil || len(f.Chunks) == 0 {
+		return whole
+	}
+	return chunkCopies(f.Chunks)
+}
+
+// chunkCopies summarises a chunked file's copies: how many chunks, how many
+// ACTIVE copies each has and on which nodes, e.g. "38 chunks, 3 copies each
+// on node-1, node-2, node-3".
+func chunkCopies(chunks []client.Chunk) string {
+	low, high := -1, 0
+	var nodes []string
+	for _, c := range chunks {
+		n := 0
+		for _, r := range c.Replicas {
+			if r.Status != client.CopyActive {
+				continue
+			}
+			n++
+			if !slices.Contains(nodes, r.NodeID) {
+				nodes = append(nodes, r.NodeID)
+			}
+		}
+		if low < 0 || n < low {
+			low = n
+		}
+		high = max(high, n)
+	}
+	slices.Sort(nodes)
+	copies := fmt.Sprintf("%d", high)
+	if low != high {
+		copies = fmt.Sprintf("%d–%d", low, high)
+	}
+	noun := "copies"
+	if high == 1 {
+		noun = "copy"
+	}
+	return fmt.Sprintf("%d chunks, %s %s each on %s", len(chunks), copies, noun, orNone(nodes))
+}
+
 func localTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
@@ -484,7 +533,9 @@ func localTime(t time.Time) string {
 const infoHelp = `usage: dfs info [flags] ID
 
 Shows a file's metadata and every copy: the node holding it, its state and
-whether it is the primary.
+whether it is the primary. A chunked file's copies are per chunk: they are
+summarised, and only the chunks that are not ACTIVE are listed (-json
+shows every chunk and copy).
 `
 
 func runInfo(ctx context.Context, args []string, s stdio) int {
@@ -516,6 +567,12 @@ func runInfo(ctx context.Context, args []string, s stdio) int {
 	fmt.Fprintf(tw, "ring position\t%d\n", f.RingPosition)
 	fmt.Fprintf(tw, "created\t%s\n", localTime(f.CreatedAt))
 	fmt.Fprintf(tw, "updated\t%s\n", localTime(f.UpdatedAt))
+	if len(f.Chunks) > 0 {
+		fmt.Fprintf(tw, "copies\t%s\n", chunkCopies(f.Chunks))
+		tw.Flush()
+		printChunkTrouble(cc.s.out, f.Chunks)
+		return exitOK
+	}
 	tw.Flush()
 	fmt.Fprintln(cc.s.out)
 	tw = tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
@@ -529,6 +586,31 @@ func runInfo(ctx context.Context, args []string, s stdio) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// printChunkTrouble lists the chunks of a file that are not ACTIVE, with
+// the nodes holding their good copies: the ones an operator looks into.
+func printChunkTrouble(w io.Writer, chunks []client.Chunk) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := false
+	for _, c := range chunks {
+		if c.Status == client.FileActive {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw)
+			fmt.Fprintln(tw, "CHUNK\tSTATUS\tACTIVE COPIES ON\tREASON")
+			header = true
+		}
+		var on []string
+		for _, r := range c.Replicas {
+			if r.Status == client.CopyActive {
+				on = append(on, r.NodeID)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.Index, c.Status, orNone(on), c.Reason)
+	}
+	tw.Flush()
 }
 
 const rmHelp = `usage: dfs rm [flags] ID|BUCKET/KEY

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -137,13 +138,32 @@ func (s *server) serveFile(w http.ResponseWriter, r *http.Request, id string) {
 	}
 }
 
-// contentDisposition names the file for a download; FormatMediaType quotes or
-// RFC 2231-encodes the name, and a name it cannot express is left out.
+// contentDisposition names the file for a download. FormatMediaType quotes
+// a plain ASCII name; any other it RFC 2231-encodes as filename*, which some
+// clients (curl -J among them) do not read, so a filename= fallback with
+// every byte outside printable ASCII replaced by '_' goes first (RFC 6266
+// §4.3: a reader that knows filename* prefers it).
 func contentDisposition(name string) string {
-	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" {
-		return v
+	exact := mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	if strings.Contains(exact, "filename=") {
+		return exact
 	}
-	return "attachment"
+	plain := mime.FormatMediaType("attachment", map[string]string{"filename": asciiFallback(name)})
+	if plain == "" {
+		plain = "attachment"
+	}
+	return plain + strings.TrimPrefix(exact, "attachment")
+}
+
+// asciiFallback is name with each byte outside printable ASCII replaced by
+// '_' (one per rune, so "café" becomes "caf_").
+func asciiFallback(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return '_'
+		}
+		return r
+	}, name)
 }
 
 func copyBody(w io.Writer, r io.Reader) (int64, error) {
@@ -158,7 +178,8 @@ func toFileJSON(f meta.File) apiwire.File {
 		FileID: f.ID, FileName: f.Name, ContentType: f.ContentType, SizeBytes: f.SizeBytes,
 		Checksum: f.Checksum, Status: apiwire.FileStatus(f.Status), Reason: f.StatusReason, PrimaryNode: f.PrimaryNodeID,
 		ReplicationFactor: f.ReplicationFactor, RingPosition: f.RingPosition,
-		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
+		RingPositionString: strconv.FormatInt(f.RingPosition, 10),
+		CreatedAt:          f.CreatedAt, UpdatedAt: f.UpdatedAt,
 	}
 }
 

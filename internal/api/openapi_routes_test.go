@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -307,4 +308,19 @@ func TestLivenessNamesTheBuild(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/health/live", nil))
 	require.Equal(t, http.StatusOK, w.Code)
 	require.JSONEq(t, `{"status":"UP","version":"`+buildinfo.Version()+`"}`, w.Body.String())
+}
+
+// A ring position is above 2^53 for most files, where a reader whose numbers
+// are doubles rounds it: the answer carries it exactly as a string too.
+func TestRingPositionIsAlsoSentAsADecimalString(t *testing.T) {
+	const id = "3f2b8c1e-5d4a-4b6f-9e21-0c7d8a9b1e2f"
+	pos := ring.Position(id)
+	require.Greater(t, pos, int64(1)<<53, "the case this test is about")
+	h := api.New(api.Options{Files: fakeFiles{rec: meta.FileRecord{File: meta.File{ID: id, Status: meta.FileActive, RingPosition: pos}}}})
+	for _, target := range []string{"/api/files/" + id + "/metadata", "/api/files"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		require.Equal(t, http.StatusOK, w.Code, "body: %s", w.Body)
+		require.Contains(t, w.Body.String(), fmt.Sprintf(`"ringPosition":%d,"ringPositionString":"%d"`, pos, pos), target)
+	}
 }

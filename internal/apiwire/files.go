@@ -40,9 +40,13 @@ type File struct {
 	PrimaryNode       string     `json:"primaryNode"`
 	ReplicationFactor int        `json:"replicationFactor"`
 	RingPosition      int64      `json:"ringPosition"`
-	CreatedAt         time.Time  `json:"createdAt"`
-	UpdatedAt         time.Time  `json:"updatedAt"`
-	Replicas          []Replica  `json:"replicas,omitempty"`
+	// RingPositionString is RingPosition in decimal: the number is above
+	// 2^53 for most files, and readers whose numbers are doubles (jq,
+	// JavaScript) round it.
+	RingPositionString string    `json:"ringPositionString"`
+	CreatedAt          time.Time `json:"createdAt"`
+	UpdatedAt          time.Time `json:"updatedAt"`
+	Replicas           []Replica `json:"replicas,omitempty"`
 	// Bucket and Key name the S3 object the file holds, if any.
 	Bucket string `json:"bucket,omitempty"`
 	Key    string `json:"key,omitempty"`

@@ -259,7 +259,7 @@ func TestEmptyIDIsRefusedLocally(t *testing.T) {
 // TestResultsRoundTrip checks that re-encoding a decoded answer gives the
 // same JSON, which the CLI's --json output relies on.
 func TestResultsRoundTrip(t *testing.T) {
-	raw := `{"fileId":"f1","fileName":"a","contentType":"text/plain","sizeBytes":5,"checksum":"c","status":"DEGRADED","reason":"r","primaryNode":"node-1","replicationFactor":3,"ringPosition":8430220832983623584,"createdAt":"2026-11-29T10:15:31.412Z","updatedAt":"2026-11-29T10:15:32Z","replicas":[{"nodeId":"node-1","status":"ACTIVE","primary":true,"createdAt":"2026-11-29T10:15:31Z","updatedAt":"2026-11-29T10:15:31Z"}]}`
+	raw := `{"fileId":"f1","fileName":"a","contentType":"text/plain","sizeBytes":5,"checksum":"c","status":"DEGRADED","reason":"r","primaryNode":"node-1","replicationFactor":3,"ringPosition":8430220832983623584,"ringPositionString":"8430220832983623584","createdAt":"2026-11-29T10:15:31.412Z","updatedAt":"2026-11-29T10:15:32Z","replicas":[{"nodeId":"node-1","status":"ACTIVE","primary":true,"createdAt":"2026-11-29T10:15:31Z","updatedAt":"2026-11-29T10:15:31Z"}]}`
 	var f File
 	require.NoError(t, json.Unmarshal([]byte(raw), &f))
 	out, err := json.Marshal(f)
