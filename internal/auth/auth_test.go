@@ -156,11 +156,72 @@ func TestRESTAuthentication(t *testing.T) {
 			require.True(t, strings.Contains(body, tc.body), "%q lacks %q", body, tc.body)
 		})
 	}
+}
 
-	open := newKeys(t, openStore(t), "", "").REST(&sigv4.Verifier{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	rec := httptest.NewRecorder()
-	open.ServeHTTP(rec, httptest.NewRequest("DELETE", "/api/files/x", nil))
-	require.Equal(t, 200, rec.Code, "without a root key the API stays open")
+// TestOpenRESTRefusesWrongCredentials: an open API (no root key, or
+// API_AUTH=open over one) serves a request without credentials, but a
+// request that presents wrong ones is refused rather than served as if it
+// had sent none.
+func TestOpenRESTRefusesWrongCredentials(t *testing.T) {
+	ctx := context.Background()
+	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	withRoot := newKeys(t, openStore(t), rootKey, rootSecret)
+	_, err := withRoot.Create(ctx, "user", "user-key", "user-secret", false)
+	require.NoError(t, err)
+	noRoot := newKeys(t, openStore(t), "", "")
+	apis := map[string]http.Handler{
+		"no root key":   noRoot.REST(&sigv4.Verifier{Region: "us-east-1", Secrets: noRoot.Secret})(served),
+		"API_AUTH=open": withRoot.OpenREST(&sigv4.Verifier{Region: "us-east-1", Secrets: withRoot.Secret})(served),
+	}
+	basic := func(key, secret string) func(*http.Request) {
+		return func(r *http.Request) { r.SetBasicAuth(key, secret) }
+	}
+	signed := func(key, secret string) func(*http.Request) {
+		return func(r *http.Request) {
+			sum := sha256.Sum256(nil)
+			h := hex.EncodeToString(sum[:])
+			r.Header.Set("X-Amz-Content-Sha256", h)
+			require.NoError(t, v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}, r, h, "dfs", "us-east-1", time.Now()))
+		}
+	}
+	cases := []struct {
+		name        string
+		path        string
+		credentials func(*http.Request)
+		status      map[string]int // by API; a missing one is 401
+	}{
+		{"no credentials", "/api/files", nil, map[string]int{"no root key": 200, "API_AUTH=open": 200}},
+		{"a bearer token is not a key", "/api/files", func(r *http.Request) { r.Header.Set("Authorization", "Bearer x") },
+			map[string]int{"no root key": 200, "API_AUTH=open": 200}},
+		{"wrong secret", "/api/files", basic("user-key", "nope"), nil},
+		{"unknown key", "/api/files", basic("bad", "bad"), nil},
+		{"empty key", "/api/files", basic("", ""), nil},
+		{"bad SigV4", "/api/files", signed("user-key", "wrong-secret"), nil},
+		{"right key", "/api/files", basic("user-key", "user-secret"), map[string]int{"API_AUTH=open": 200}},
+		{"root key", "/api/admin/rebalance", basic(rootKey, rootSecret), map[string]int{"API_AUTH=open": 200}},
+		{"right SigV4", "/api/files", signed("user-key", "user-secret"), map[string]int{"API_AUTH=open": 200}},
+		{"probes ignore credentials", "/health/live", basic("bad", "bad"), map[string]int{"no root key": 200, "API_AUTH=open": 200}},
+	}
+	for _, tc := range cases {
+		for api, h := range apis {
+			t.Run(tc.name+", "+api, func(t *testing.T) {
+				req := httptest.NewRequest("GET", "http://coordinator"+tc.path, nil)
+				if tc.credentials != nil {
+					tc.credentials(req)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				want := tc.status[api]
+				if want == 0 {
+					want = http.StatusUnauthorized
+				}
+				require.Equal(t, want, rec.Code, rec.Body.String())
+				if want == http.StatusUnauthorized {
+					require.Contains(t, rec.Body.String(), `"UNAUTHORIZED"`)
+				}
+			})
+		}
+	}
 }
 
 // TestKeyCacheRevocation: a key revoked through another coordinator (another

@@ -43,12 +43,12 @@ func adminOnly(path string) bool { return strings.HasPrefix(path, "/api/admin/")
 // REST returns the REST API's authentication: every request but the
 // exempt ones needs a key, by HTTP Basic (access key and secret) or
 // Signature V4 (any service name, region as v says), and /api/admin/*
-// needs an admin key. Without a root key it lets everything through.
+// needs an admin key. Without a root key the API is open (OpenREST).
 func (k *Keys) REST(v *sigv4.Verifier) func(http.Handler) http.Handler {
+	if !k.Enabled() {
+		return k.OpenREST(v)
+	}
 	return func(next http.Handler) http.Handler {
-		if !k.Enabled() {
-			return next
-		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if exempt(r.URL.Path) {
 				next.ServeHTTP(w, r)
@@ -56,10 +56,7 @@ func (k *Keys) REST(v *sigv4.Verifier) func(http.Handler) http.Handler {
 			}
 			id, err := k.identify(r, v)
 			if err != nil {
-				if errs.Is(err, errs.Unauthorized) {
-					w.Header().Set("WWW-Authenticate", `Basic realm="dfs"`)
-				}
-				httpx.WriteError(w, r, err)
+				refuse(w, r, err)
 				return
 			}
 			if adminOnly(r.URL.Path) && !id.Admin {
@@ -69,6 +66,38 @@ func (k *Keys) REST(v *sigv4.Verifier) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 		})
 	}
+}
+
+// OpenREST returns the authentication of an open REST API (no root key, or
+// API_AUTH=open): a request without credentials is served, but credentials
+// that are presented are checked and wrong ones refused, so that a typo in
+// a key fails here rather than later against a closed cluster. Right ones
+// change nothing: the open API serves every caller alike.
+func (k *Keys) OpenREST(v *sigv4.Verifier) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !exempt(r.URL.Path) && presented(r) {
+				if _, err := k.identify(r, v); err != nil {
+					refuse(w, r, err)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// presented reports whether r carries credentials identify would check.
+func presented(r *http.Request) bool {
+	_, _, basic := r.BasicAuth()
+	return basic || sigv4.Signed(r)
+}
+
+func refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if errs.Is(err, errs.Unauthorized) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="dfs"`)
+	}
+	httpx.WriteError(w, r, err)
 }
 
 func (k *Keys) identify(r *http.Request, v *sigv4.Verifier) (Identity, error) {

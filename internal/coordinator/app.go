@@ -232,9 +232,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	if keys.Enabled() && cfg.ClusterToken == "" {
 		log.Warn("ROOT_ACCESS_KEY is set but CLUSTER_TOKEN is not: node registration and corruption reports, which storage nodes make without an access key, are accepted from anyone who reaches this port; set CLUSTER_TOKEN on the coordinator and every node")
 	}
-	var restAuth func(http.Handler) http.Handler
-	if cfg.APIAuth != "open" {
-		restAuth = keys.REST(&sigv4.Verifier{Region: cfg.S3Region, Secrets: keys.Secret})
+	verifier := &sigv4.Verifier{Region: cfg.S3Region, Secrets: keys.Secret}
+	restAuth := keys.REST(verifier)
+	if cfg.APIAuth == "open" {
+		restAuth = keys.OpenREST(verifier)
 	}
 	if cfg.S3Port != 0 {
 		a.s3 = s3.New(s3.Options{Files: a.files, Namespace: ns, Keys: keys, Region: cfg.S3Region, Domain: cfg.S3Domain,
