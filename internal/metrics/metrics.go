@@ -14,12 +14,14 @@ package metrics
 
 import (
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/files"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -143,6 +145,16 @@ var httpBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 // rebalanceBuckets run from an empty repair pass to a full-cluster move.
 var rebalanceBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600}
 
+// buildInfo is the dfs_build_info gauge: always 1, with the build as labels,
+// so that a dashboard can tell which coordinators run which version (the
+// one --version and /health/live name) during a rolling upgrade.
+func buildInfo() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dfs_build_info", Help: "Always 1; labels name the build (as --version does) and the Go release it was built with.",
+		ConstLabels: prometheus.Labels{"version": buildinfo.Version(), "goversion": runtime.Version()},
+	}, func() float64 { return 1 })
+}
+
 // NewCoordinator creates the coordinator's metrics and registers them on reg.
 // It panics if reg already holds a metric of the same name, which is a
 // wiring mistake (the same as promauto.With(reg) would).
@@ -232,6 +244,7 @@ func NewCoordinator(reg prometheus.Registerer, o Options) *Coordinator {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dfs_ring_nodes", Help: "Storage nodes on the hash ring.",
 		}, c.ringNodes),
+		buildInfo(),
 		c.rebalanceRuns, c.rebalanceCreated, c.rebalanceRemoved, c.rebalanceFailures, c.rebalanceSkipped, c.rebalanceDuration,
 		c.cacheHits, c.cacheMisses, c.redisErrors, c.localHits, c.localMisses,
 		c.contentHits, c.contentMisses,

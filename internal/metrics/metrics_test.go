@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/antientropy"
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/httpx"
 	"github.com/dfs-project/dfs/internal/membership"
 	"github.com/dfs-project/dfs/internal/meta"
@@ -63,6 +65,12 @@ func sample(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 	}
 	require.Failf(t, "series missing", "%s%v", name, labels)
 	return nil
+}
+
+func TestBuildInfoNamesTheVersionAndGoRelease(t *testing.T) {
+	_, reg := newCoordinator(t, metrics.Options{})
+	m := sample(t, reg, "dfs_build_info", map[string]string{"version": buildinfo.Version(), "goversion": runtime.Version()})
+	require.Equal(t, 1.0, m.GetGauge().GetValue())
 }
 
 func TestObserveHTTPLabels(t *testing.T) {
