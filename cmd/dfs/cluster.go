@@ -367,7 +367,10 @@ func clusterAct(ctx context.Context, sub string, args []string, s stdio) int {
 func printCluster(w io.Writer, c *localcluster.Cluster, dataDir string, s3 localS3) {
 	fmt.Fprintln(w, "local cluster is up:")
 	if c.HasCoordinator() {
-		fmt.Fprintf(w, "  %-12s %s\n", localcluster.CoordinatorName, c.CoordinatorURL())
+		u := c.CoordinatorURL()
+		fmt.Fprintf(w, "  %-12s %s\n", localcluster.CoordinatorName, u)
+		fmt.Fprintf(w, "  %-12s %s/console/\n", "console", u)
+		fmt.Fprintf(w, "  %-12s %s/swagger-ui/\n", "swagger-ui", u)
 	}
 	for _, name := range c.Nodes() {
 		fmt.Fprintf(w, "  %-12s %s\n", name, c.NodeURL(name))

@@ -68,6 +68,15 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, u[1])
 	}
 	require.Contains(t, out, filepath.Join(data, "logs", "<name>.log"))
+	// The banner names the console and Swagger UI, and both are served there.
+	for _, page := range []string{"console", "swagger-ui"} {
+		m := regexp.MustCompile(`(?m)^  ` + page + `\s+(http://127\.0\.0\.1:\d+/` + page + `/)$`).FindStringSubmatch(out)
+		require.NotNil(t, m, "no %s line in\n%s", page, out)
+		resp, err := client.Get(m[1])
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, m[1])
+	}
 	// The S3 endpoint and the root key kept in the data directory.
 	require.Regexp(t, `(?m)^  s3\s+http://127\.0\.0\.1:\d+$`, out)
 	keyFile, err := os.Stat(filepath.Join(data, "root-key.json"))

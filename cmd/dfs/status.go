@@ -117,9 +117,15 @@ func printScrub(w io.Writer, rep client.ScrubReport) {
 	fmt.Fprintln(w, "\nscrub passes:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tPASS\tCOPIES\tBYTES\tLAST FULL PASS\tCORRUPT (PERIOD/EVER)")
+	// An error can be a long line; in the table it would widen the PASS
+	// column of every row, so each gets a line of its own below.
+	var errors []string
 	for _, n := range rep.Nodes {
 		if !n.Reachable {
-			fmt.Fprintf(tw, "%s\tunreachable: %s\t\t\t\t\n", n.NodeID, n.Error)
+			fmt.Fprintf(tw, "%s\tunreachable\t-\t-\t-\t-\n", n.NodeID)
+			if n.Error != "" {
+				errors = append(errors, fmt.Sprintf("%s: %s", n.NodeID, n.Error))
+			}
 			continue
 		}
 		last := "never"
@@ -131,6 +137,9 @@ func printScrub(w io.Writer, rep client.ScrubReport) {
 			last, n.CorruptionsFound, n.CorruptionsFoundTotal)
 	}
 	tw.Flush()
+	for _, e := range errors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
 }
 
 // passState is a node's pass in a word or two: "running 25%", "done", or

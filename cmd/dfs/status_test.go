@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -106,7 +107,7 @@ func TestStatusShowsEachNodesScrubPass(t *testing.T) {
 		{NodeID: "node-2", Status: client.NodeHealthy, Reachable: true, ScrubProgress: wire.ScrubProgress{
 			PeriodStart: &start, CopiesScrubbed: 1000, CopiesTotal: 1000, BytesScrubbed: 4 << 20, BytesTotal: 4 << 20,
 			CorruptionsFound: 2, CorruptionsFoundTotal: 2}},
-		{NodeID: "node-3", Status: client.NodeUnhealthy, Error: "connection refused"},
+		{NodeID: "node-3", Status: client.NodeUnhealthy, Error: "Get \"http://127.0.0.1:9003/internal/scrub\": dial tcp 127.0.0.1:9003: connect: connection refused"},
 		{NodeID: "node-4", Status: client.NodeHealthy, Reachable: true},
 	}}
 	code, stdout, stderr := dfs(t, f.srv.URL, "", "status")
@@ -116,11 +117,14 @@ func TestStatusShowsEachNodesScrubPass(t *testing.T) {
 		`(?m)^NODE\s+PASS\s+COPIES\s+BYTES\s+LAST FULL PASS\s+CORRUPT \(PERIOD/EVER\)$`,
 		`(?m)^node-1\s+running 25% \(behind\)\s+250/1000\s+1\.0 MiB/4\.0 MiB\s+2026-11-29T23:10:00Z\s+0/3$`,
 		`(?m)^node-2\s+done\s+1000/1000\s+4\.0 MiB/4\.0 MiB\s+never\s+2/2$`,
-		`(?m)^node-3\s+unreachable: connection refused`,
+		`(?m)^node-3\s+unreachable\s+-\s+-\s+-\s+-$`,
+		`(?m)^  node-3: Get "http://127\.0\.0\.1:9003/internal/scrub": dial tcp 127\.0\.0\.1:9003: connect: connection refused$`,
 		`(?m)^node-4\s+not started\s+0/0\s+0 B/0 B\s+never\s+0/0$`,
 	} {
 		require.Regexp(t, l, stdout)
 	}
+	header := regexp.MustCompile(`(?m)^NODE.*$`).FindString(stdout)
+	require.Less(t, len(header), 120, "the error does not widen the table: %q", header)
 	code, stdout, _ = dfs(t, f.srv.URL, "", "status", "-json")
 	require.Equal(t, exitOK, code)
 	require.NotContains(t, stdout, "node-1", "-json is the durability report")

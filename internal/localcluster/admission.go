@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -48,6 +49,10 @@ func (c *Cluster) WaitAdmitted(ctx context.Context, names ...string) error {
 			c.log.Info("localcluster: nodes admitted", "nodes", names, "after", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
+		if errs.Is(err, errs.Unauthorized) {
+			// Waiting cannot make a refused key right.
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			last := strings.Join(missing, ", ")
@@ -68,11 +73,25 @@ func (c *Cluster) notAdmitted(ctx context.Context, names []string) ([]string, er
 	if err != nil {
 		return nil, err
 	}
+	key, secret := c.rootKey()
+	if key != "" {
+		req.SetBasicAuth(key, secret)
+	}
 	resp, err := c.probe.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		var answer struct{ Message string }
+		_ = json.Unmarshal(body, &answer)
+		how := "with ROOT_ACCESS_KEY from the coordinator's environment"
+		if key == "" {
+			how = "without a key: the coordinator's environment sets no ROOT_ACCESS_KEY and ROOT_SECRET_KEY to poll with"
+		}
+		return nil, errs.E(errs.Unauthorized, "localcluster: the coordinator refuses GET /api/nodes (401 UNAUTHORIZED: %s), asked %s", answer.Message, how)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /api/nodes answered %s", resp.Status)
 	}
@@ -91,4 +110,22 @@ func (c *Cluster) notAdmitted(ctx context.Context, names []string) ([]string, er
 		}
 	}
 	return missing, nil
+}
+
+// rootKey is the root key pair the coordinator starts with, from its
+// environment as Start builds it; the admission poll needs it when the
+// REST API requires keys (a root key without API_AUTH=open).
+func (c *Cluster) rootKey() (key, secret string) {
+	env := c.childEnv(c.opts.CoordinatorEnv)
+	return lastValue(env, "ROOT_ACCESS_KEY"), lastValue(env, "ROOT_SECRET_KEY")
+}
+
+// lastValue is the value env gives key, as os/exec reads it (the last one).
+func lastValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

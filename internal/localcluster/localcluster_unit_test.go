@@ -3,13 +3,18 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/stretchr/testify/require"
@@ -154,4 +159,54 @@ func TestReservePorts(t *testing.T) {
 	ports, err = reservePorts(Options{Host: DefaultHost, Nodes: 1, CoordinatorPort: busyPort}, false)
 	require.NoError(t, err)
 	require.Equal(t, busyPort, ports[0])
+}
+
+// fakeAdmitter is a cluster whose coordinator is srv, with env as its
+// CoordinatorEnv, for the admission poll alone.
+func fakeAdmitter(t *testing.T, srv *httptest.Server, env ...string) *Cluster {
+	t.Helper()
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return &Cluster{
+		opts:      Options{Host: host, CoordinatorEnv: env, ReadyTimeout: time.Hour, DataDir: t.TempDir()},
+		log:       slog.New(slog.DiscardHandler),
+		coordPort: p,
+		probe:     srv.Client(),
+		procs:     map[string]*process{CoordinatorName: {name: CoordinatorName}},
+		nodes:     []string{"node-1"},
+	}
+}
+
+// TestAdmissionPollUsesTheRootKey: with API_AUTH=keys the coordinator's
+// REST API needs the root key, so the poll sends the one the coordinator
+// starts with, and a refusal ends the wait at once with the reason instead
+// of a timeout.
+func TestAdmissionPollUsesTheRootKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k, s, ok := r.BasicAuth(); !ok || k != "root-key" || s != "root-secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"status":401,"error":"UNAUTHORIZED","message":"the access key or secret is wrong"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `[{"nodeId":"node-1","status":"HEALTHY","onRing":true}]`)
+	}))
+	t.Cleanup(srv.Close)
+	// The test's own deadline stands for "at once": a poll that retried
+	// would run into it and fail with a deadline error instead.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	require.NoError(t, fakeAdmitter(t, srv, "ROOT_ACCESS_KEY=root-key", "ROOT_SECRET_KEY=root-secret").WaitAdmitted(ctx))
+
+	err := fakeAdmitter(t, srv, "ROOT_ACCESS_KEY=root-key", "ROOT_SECRET_KEY=wrong").WaitAdmitted(ctx)
+	require.Equal(t, errs.Unauthorized, errs.KindOf(err), "%v", err)
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "401 UNAUTHORIZED: the access key or secret is wrong")
+	require.ErrorContains(t, err, "with ROOT_ACCESS_KEY from the coordinator's environment")
+
+	err = fakeAdmitter(t, srv).WaitAdmitted(ctx)
+	require.Equal(t, errs.Unauthorized, errs.KindOf(err), "%v", err)
+	require.ErrorContains(t, err, "the coordinator's environment sets no ROOT_ACCESS_KEY and ROOT_SECRET_KEY")
 }
