@@ -78,6 +78,8 @@ func TestRootKeyS3PortAndAPIAuth(t *testing.T) {
 			require.Eventually(t, func() bool { return get(fmt.Sprintf("http://127.0.0.1:%d/health/ready", port)) == http.StatusOK },
 				5*time.Second, 10*time.Millisecond, "/health/* needs no key")
 			require.Equal(t, tc.rest, get(fmt.Sprintf("http://127.0.0.1:%d/api/files", port)))
+			require.Equal(t, http.StatusUnauthorized, get(fmt.Sprintf("http://bad:bad@127.0.0.1:%d/api/files", port)),
+				"a wrong key is refused whether or not one is needed")
 			s3URL := fmt.Sprintf("http://127.0.0.1:%d/", s3Port)
 			if tc.s3 != 0 {
 				// The S3 listener opens just after the REST one.
