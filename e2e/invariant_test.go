@@ -62,7 +62,7 @@ func checked(files []stored) []clustercheck.File {
 // acting on a stale view) has shown its effect.
 const invariantConfirm = 3 * time.Second
 
-// requireInvariant polls the invariant of issue 12 over the acknowledged
+// requireInvariant polls the invariant clustercheck checks over the acknowledged
 // files and the deleted ones until it holds, and still holds
 // invariantConfirm later, or fails the test with the last report once
 // invariantQuiet has passed. The cheap shallow check is polled first, so

@@ -23,7 +23,7 @@ import (
 	"github.com/dfs-project/dfs/internal/testenv/pgtest"
 )
 
-// The faults of issue 12, each produced for real and each followed by the
+// The faults the cluster must heal from on its own, each produced for real and each followed by the
 // invariant check (requireInvariant) and nothing else: no test here asks for
 // a rebalance, so whatever puts the cluster right must do it on its own.
 // Each fault once left the cluster wrong for good while it called its files

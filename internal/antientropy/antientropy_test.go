@@ -288,8 +288,8 @@ func TestPlacedFilesCostNoNodeCallButTheListing(t *testing.T) {
 	}
 }
 
-// Every kind of wrong state the issue lists is found by the sweep alone and
-// put right by the reconciler, without any event.
+// Every kind of wrong state below is found by the sweep alone and put right
+// by the reconciler, without any event.
 func TestPassFindsAndFixesEveryKind(t *testing.T) {
 	f := newFixture(t, Options{MoveMisplaced: true}, "A", "B", "C", "D")
 	ctx := context.Background()

@@ -191,7 +191,7 @@ func TestRingPointsAreListedInRingOrder(t *testing.T) {
 		per[p.NodeID]++
 	}
 	require.Equal(t, map[string]int{"node-1": 100, "node-2": 100}, per)
-	require.Contains(t, r.Points, point{"node-1", 6903187661124769136}, "CONTRACT.md's vector: node-1#0")
+	require.Contains(t, r.Points, point{"node-1", 6903187661124769136}, "the placement test vector: node-1#0")
 }
 
 // The console is served by the API's own router, behind its middleware (the

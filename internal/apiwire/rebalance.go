@@ -5,7 +5,7 @@ import "time"
 // Trigger names why a rebalance runs.
 type Trigger string
 
-// The triggers of CONTRACT.md.
+// The triggers a rebalance report names (API.md).
 const (
 	TriggerJoined       Trigger = "JOINED"
 	TriggerFailed       Trigger = "FAILED"

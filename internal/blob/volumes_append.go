@@ -20,7 +20,7 @@ import (
 // maxGroupBytes. SeaweedFS drains 128 writes or 4 MiB; 4 MiB is only four
 // records at the inline limit, and with 32 writers of 1 MiB a 32 MiB cap
 // committed 1.2-1.4 times the bytes per second of a 4 MiB one, in three
-// alternated runs (PERFORMANCE.md). Small records reach the record cap long
+// alternated runs of BenchmarkLayoutReceiveParallel. Small records reach the record cap long
 // before the byte cap, and the records are in memory already: a group adds
 // no buffer of its own.
 const (
@@ -43,7 +43,8 @@ const writeAheadMin = 128 << 10
 // that one appender copying every byte on one core bounded 1 MiB writes
 // (the sync was in flight only 36-60% of the time), while copies on their
 // own goroutines run on both cores and still share syncs (1 MiB writes
-// 1.1-3.1 times as fast in 9 of 10 alternated pairs, PERFORMANCE.md).
+// 1.1-3.1 times as fast in 9 of 10 alternated pairs of
+// BenchmarkLayoutReceiveParallel).
 // Below it a record stays in the appender's gathered pwritev, which costs
 // a group of small records one system call: 64 KiB records on goroutines of
 // their own committed 0.32-0.96 times the bytes per second of 64 KiB

@@ -31,7 +31,7 @@ import (
 // Trigger names why a rebalance runs.
 type Trigger = apiwire.Trigger
 
-// The triggers of CONTRACT.md.
+// The triggers a rebalance report names (API.md).
 const (
 	Joined       = apiwire.TriggerJoined
 	Failed       = apiwire.TriggerFailed

@@ -678,8 +678,8 @@ func (b *bench) peerFigures(ctx context.Context) error {
 	return nil
 }
 
-// peerRows sets each dfs figure beside the peer's, with the issues'
-// targets (issues 15 and 17) as notes. A pair whose peer figure was not
+// peerRows sets each dfs figure beside the peer's, with the project's
+// targets (PERFORMANCE.md's aims) as notes. A pair whose peer figure was not
 // measured gets no row: the dfs figure has its rows beside the baselines.
 func (b *bench) peerRows() {
 	row := func(dfs, peer, note string) {
