@@ -12,7 +12,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/blob/blobtest"
-	"github.com/dfs-project/dfs/internal/blob/remote"
+	"github.com/dfs-project/dfs/internal/nodeclient/remote"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/storagenode"
