@@ -12,9 +12,9 @@ import (
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/blob/blobtest"
-	"github.com/dfs-project/dfs/internal/nodeclient/remote"
 	"github.com/dfs-project/dfs/internal/envconf"
 	"github.com/dfs-project/dfs/internal/nodeclient"
+	"github.com/dfs-project/dfs/internal/nodeclient/remote"
 	"github.com/dfs-project/dfs/internal/storagenode"
 )
 
