@@ -24,11 +24,13 @@ import (
 // A read sends only bytes the node has checked: a blob of at most
 // blob.WholeCheckMax bytes is read whole and checked against its SHA-256
 // before its first byte is sent; a larger one is checked block by block
-// against its block sums, each block before any of its bytes is sent. A
+// against its block sums, each block before any of its bytes is sent, or,
+// without block sums but no larger than STORAGE_INLINE_MAX (a record in a
+// volume when that limit is raised), read and checked whole too. A
 // damaged block found before the answer's status is sent is answered 422
 // BLOB_CORRUPT; one found later ends the answer before it (the reader sees
 // a short body and goes on elsewhere). Either way the node refuses the blob
-// from then on, to every reader, until it is written again. A large blob
+// from then on, to every reader, until it is written again. A larger blob
 // without block sums (written before they existed) is sent unchecked and
 // without wire.HeaderBlocksVerified, for its reader to hash.
 
@@ -73,30 +75,50 @@ type verifiedRead struct {
 func (s *Server) prepareVerified(ctx context.Context, r *http.Request, id string, rc io.ReadSeekCloser, info blob.Info, rng byterange.Range) (*verifiedRead, bool, error) {
 	v := &verifiedRead{s: s, r: r, id: id, rc: rc, info: info, rng: rng, done: func() {}, framed: acceptsFrames(r)}
 	if info.Size <= blob.WholeCheckMax {
+		return v.checkWhole(ctx)
+	}
+	if bs, ok := s.store.(blob.BlockSummer); ok {
+		sums, ok, err := bs.BlockSums(ctx, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok && sums.Checksum == info.Checksum && sums.Size == info.Size {
+			v.sums = sums
+			return v, true, nil
+		}
+	}
+	if info.Size <= s.cfg.InlineMax {
+		// A record in a volume (STORAGE_INLINE_MAX above WholeCheckMax)
+		// carries no block sums, and a legacy file this small is no
+		// dearer to read whole than a record.
+		return v.checkWhole(ctx)
+	}
+	return nil, false, nil
+}
+
+// checkWhole reads the whole blob into memory and checks it against its
+// SHA-256 before anything of it is sent.
+func (v *verifiedRead) checkWhole(ctx context.Context) (*verifiedRead, bool, error) {
+	var data []byte
+	if v.info.Size <= blob.WholeCheckMax {
 		bp := smallPool.Get().(*[]byte)
 		v.done = func() { smallPool.Put(bp) }
-		data := (*bp)[:info.Size]
-		if _, err := io.ReadFull(rc, data); err != nil {
-			v.done()
-			return nil, false, errs.Wrap(errs.Other, err, "read blob %s", id)
-		}
-		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != info.Checksum {
-			v.done()
-			s.foundDamage(ctx, id, 0, "the blob does not match its SHA-256")
-			return nil, false, errBlobCorrupt(id)
-		}
-		v.whole = data
-		return v, true, nil
+		data = (*bp)[:v.info.Size]
+	} else {
+		// Only past the default inline limit: at most STORAGE_INLINE_MAX,
+		// as much as a write of such a record holds anyway.
+		data = make([]byte, v.info.Size)
 	}
-	bs, ok := s.store.(blob.BlockSummer)
-	if !ok {
-		return nil, false, nil
+	if _, err := io.ReadFull(v.rc, data); err != nil {
+		v.done()
+		return nil, false, errs.Wrap(errs.Other, err, "read blob %s", v.id)
 	}
-	sums, ok, err := bs.BlockSums(ctx, id)
-	if err != nil || !ok || sums.Checksum != info.Checksum || sums.Size != info.Size {
-		return nil, false, err
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != v.info.Checksum {
+		v.done()
+		v.s.foundDamage(ctx, v.id, 0, "the blob does not match its SHA-256")
+		return nil, false, errBlobCorrupt(v.id)
 	}
-	v.sums = sums
+	v.whole = data
 	return v, true, nil
 }
 

@@ -118,3 +118,27 @@ func TestReadsSendOnlyCheckedBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeRecordsAreCheckedWhole raises STORAGE_INLINE_MAX past
+// blob.WholeCheckMax: a record in a volume carries no block sums, so the
+// node reads it whole and checks its SHA-256 before sending any of it, and a
+// flipped byte anywhere in it refuses even a range far from the damage.
+func TestLargeRecordsAreCheckedWhole(t *testing.T) {
+	n := startNode(t, map[string]string{"STORAGE_LAYOUT": "volumes", "STORAGE_INLINE_MAX": "4MiB", "STORAGE_VOLUME_SIZE": "64MiB"})
+	data := bytes.Repeat([]byte("a record of three mebibytes "), (3<<20)/28+1)[:3<<20]
+	id := uuid.NewString()
+	resp, body := n.put(t, id, data)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", body)
+	require.Empty(t, blobfault.Locate(t, n.DataDir, id).Sidecar, "the blob is a record in a volume")
+
+	resp, body, err := getRaw(t, n, id, map[string]string{"Range": "bytes=100-199"})
+	require.NoError(t, err)
+	require.Equal(t, data[100:200], body)
+	require.Equal(t, wire.BlocksVerifiedCRC32C, resp.Header.Get(wire.HeaderBlocksVerified))
+
+	blobfault.FlipByteAt(t, n.DataDir, id, 40*blob.BlockSize+3)
+	resp, body, _ = getRaw(t, n, id, map[string]string{"Range": "bytes=100-199"})
+	requireError(t, resp, body, http.StatusUnprocessableEntity, "BLOB_CORRUPT")
+	resp, body = n.request(t, http.MethodHead, "/internal/blobs/"+id, nil, nil)
+	requireError(t, resp, body, http.StatusUnprocessableEntity, "BLOB_CORRUPT")
+}
