@@ -32,6 +32,10 @@ type Subject struct {
 	// Corrupt changes the stored bytes of id, leaving its recorded checksum
 	// alone, as bit rot would.
 	Corrupt func(t *testing.T, id string)
+	// ChecksReads says Fetch checks what it reads and refuses a corrupt
+	// blob (errs.Corrupt) instead of serving its stored bytes, as a
+	// storage node's GET does; the stores themselves serve them as they are.
+	ChecksReads bool
 }
 
 // Opener returns a fresh, empty store with the given options. The suite closes
@@ -656,9 +660,14 @@ func testRehash(t *testing.T, open Opener) {
 	st, err := s.Stat(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, Checksum(data), st.Checksum, "Stat reports the recorded checksum")
-	got, info := fetchAll(t, s, id)
-	require.Equal(t, Checksum(data), info.Checksum)
-	require.Equal(t, c.Actual, Checksum(got), "Fetch serves the stored bytes as they are")
+	if sub.ChecksReads {
+		_, _, err := s.Fetch(ctx, id)
+		requireKind(t, errs.Corrupt, err)
+	} else {
+		got, info := fetchAll(t, s, id)
+		require.Equal(t, Checksum(data), info.Checksum)
+		require.Equal(t, c.Actual, Checksum(got), "Fetch serves the stored bytes as they are")
+	}
 
 	_, _, err = s.Receive(ctx, id, Checksum(RandomBytes(14, 10)), -1, bytes.NewReader(RandomBytes(14, 10)))
 	require.NoError(t, err, "a corrupt copy does not block a write with another checksum")

@@ -58,6 +58,8 @@ func TestNodeConformance(t *testing.T) {
 		return blobtest.Subject{
 			Store:   closingNode{Store: s, node: node},
 			Corrupt: func(t *testing.T, id string) { corrupt(t, dir, id) },
+			// A node checks what it sends: a corrupt blob is refused.
+			ChecksReads: true,
 		}
 	}, excluded...)
 }
