@@ -100,11 +100,17 @@ func (s *Server) prepareVerified(ctx context.Context, r *http.Request, id string
 // SHA-256 before anything of it is sent.
 func (v *verifiedRead) checkWhole(ctx context.Context) (*verifiedRead, bool, error) {
 	var data []byte
-	if v.info.Size <= blob.WholeCheckMax {
+	switch {
+	case v.info.Size <= bufpool.Size:
+		// Most small blobs: the transfers' own buffers, not a 1 MiB one.
+		bp := bufpool.Get()
+		v.done = func() { bufpool.Put(bp) }
+		data = (*bp)[:v.info.Size]
+	case v.info.Size <= blob.WholeCheckMax:
 		bp := smallPool.Get().(*[]byte)
 		v.done = func() { smallPool.Put(bp) }
 		data = (*bp)[:v.info.Size]
-	} else {
+	default:
 		// Only past the default inline limit: at most STORAGE_INLINE_MAX,
 		// as much as a write of such a record holds anyway.
 		data = make([]byte, v.info.Size)
