@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -165,13 +166,7 @@ func TestStorageTools(t *testing.T) {
 	})
 
 	t.Run("s3cmd", func(t *testing.T) {
-		host := strings.TrimPrefix(c.s3URL, "http://")
-		cfg := filepath.Join(home, "s3cfg")
-		require.NoError(t, os.WriteFile(cfg, []byte("[default]\naccess_key = "+rootKey+"\nsecret_key = "+rootSecret+
-			"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\nbucket_location = us-east-1\nsignature_v2 = False\nenable_multipart = True\nmultipart_chunk_size_mb = 5\n"), 0o600))
-		s3cmd := func(args ...string) string {
-			return tool{t, base}.run("s3cmd", append([]string{"-c", cfg}, args...)...)
-		}
+		s3cmd := s3cmdWith(t, c, home, base, "s3cfg", "bucket_location = us-east-1\nsignature_v2 = False\nenable_multipart = True\nmultipart_chunk_size_mb = 5\n")
 		s3cmd("mb", "s3://s3cmd-bucket")
 		s3cmd("sync", src+"/", "s3://s3cmd-bucket/tree/")
 		requireMultipartETag(t, head(t, "s3cmd-bucket", "tree/big.bin"), 3)
@@ -198,6 +193,47 @@ func TestStorageTools(t *testing.T) {
 		require.True(t, c.served(http.MethodGet, "/s3cmd-bucket/tree/sub/b.bin", http.StatusPartialContent), "s3cmd resumed with a ranged GET")
 		s3cmd("del", "--recursive", "--force", "s3://s3cmd-bucket/")
 		s3cmd("rb", "s3://s3cmd-bucket")
+	})
+
+	// s3cmd as installed: bucket_location US, which it signs the first
+	// request for, then signs again for the <Region> the error names.
+	t.Run("s3cmd-default", func(t *testing.T) {
+		s3cmd := s3cmdWith(t, c, home, base, "s3cfg-default", "")
+		s3cmd("mb", "s3://s3cmd-default")
+		s3cmd("put", filepath.Join(src, "a.txt"), "s3://s3cmd-default/a.txt")
+		require.Contains(t, s3cmd("ls", "s3://s3cmd-default/"), "s3://s3cmd-default/a.txt")
+		require.Equal(t, files["a.txt"], s3cmdGet(t, s3cmd, "s3://s3cmd-default/a.txt"))
+		require.Contains(t, s3cmd("info", "s3://s3cmd-default/a.txt"), "MD5 sum:")
+		s3cmd("del", "s3://s3cmd-default/a.txt")
+		s3cmd("rb", "s3://s3cmd-default")
+	})
+
+	// s3cmd signing with Signature V2, multipart included, and the V2
+	// presigned URL of its signurl.
+	t.Run("s3cmd-v2", func(t *testing.T) {
+		s3cmd := s3cmdWith(t, c, home, base, "s3cfg-v2", "signature_v2 = True\nmultipart_chunk_size_mb = 5\n")
+		s3cmd("mb", "s3://s3cmd-v2")
+		s3cmd("put", filepath.Join(src, "big.bin"), "s3://s3cmd-v2/big.bin")
+		requireMultipartETag(t, head(t, "s3cmd-v2", "big.bin"), 3)
+		s3cmd("put", filepath.Join(src, "a.txt"), "s3://s3cmd-v2/a b.txt")
+		require.Contains(t, s3cmd("ls", "s3://s3cmd-v2/"), "s3://s3cmd-v2/a b.txt")
+		require.True(t, bytes.Equal(files["big.bin"], s3cmdGet(t, s3cmd, "s3://s3cmd-v2/big.bin")), "big.bin is byte-exact")
+		signed := strings.TrimSpace(s3cmd("signurl", "s3://s3cmd-v2/a b.txt", "+300"))
+		require.Contains(t, signed, "AWSAccessKeyId=")
+		resp, err := http.Get(signed)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", signed, body)
+		require.Equal(t, files["a.txt"], body)
+		tampered := strings.Replace(signed, "a%20b.txt", "big.bin", 1)
+		resp, err = http.Get(tampered)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, "a V2 URL signed for another key: %s", tampered)
+		s3cmd("del", "--recursive", "--force", "s3://s3cmd-v2/")
+		s3cmd("rb", "s3://s3cmd-v2")
 	})
 
 	t.Run("rclone", func(t *testing.T) {
@@ -234,6 +270,28 @@ func TestStorageTools(t *testing.T) {
 		rs.run("restic", "restore", "latest", "--target", target)
 		requireSameFiles(t, filepath.Join(target, src), files)
 	})
+}
+
+// s3cmdWith writes an s3cmd configuration for the cluster under home, with
+// settings (lines of key = value) beyond the endpoint and the root key, and
+// returns s3cmd run with it.
+func s3cmdWith(t *testing.T, c *cluster, home string, env []string, name, settings string) func(args ...string) string {
+	host := strings.TrimPrefix(c.s3URL, "http://")
+	cfg := filepath.Join(home, name)
+	require.NoError(t, os.WriteFile(cfg, []byte("[default]\naccess_key = "+rootKey+"\nsecret_key = "+rootSecret+
+		"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\n"+settings), 0o600))
+	return func(args ...string) string {
+		return tool{t, env}.run("s3cmd", append([]string{"-c", cfg}, args...)...)
+	}
+}
+
+// s3cmdGet downloads an object with s3cmd and returns its bytes.
+func s3cmdGet(t *testing.T, s3cmd func(args ...string) string, object string) []byte {
+	got := filepath.Join(t.TempDir(), "got")
+	s3cmd("get", object, got)
+	b, err := os.ReadFile(got)
+	require.NoError(t, err)
+	return b
 }
 
 // requireMultipartETag checks that head-object's JSON answer carries the

@@ -59,7 +59,7 @@ func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, log: o.Logger, verifier: &sigv4.Verifier{Region: o.Region, Secrets: o.Keys.Secret},
+	s := &Server{o: o, log: o.Logger, verifier: &sigv4.Verifier{Region: o.Region, Secrets: o.Keys.Secret, V2: true, Domain: o.Domain},
 		objects: &objects.Service{Files: o.Files, Namespace: o.Namespace, Log: o.Logger}}
 	var h http.Handler = http.HandlerFunc(s.serve)
 	h = httpx.Recover(o.Logger)(h)

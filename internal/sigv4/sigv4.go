@@ -1,4 +1,5 @@
-// Package sigv4 checks AWS Signature Version 4 on incoming requests: the
+// Package sigv4 checks AWS Signature Version 4 (and the older Version 2)
+// on incoming requests: the
 // Authorization header, presigned query strings, the x-amz-content-sha256
 // payload hash, a body's x-amz-checksum-* header, and aws-chunked streaming bodies (signed chunk by chunk or
 // unsigned, with trailing checksums), written from the AWS specification.
@@ -79,6 +80,12 @@ type Secrets func(ctx context.Context, accessKey string) (string, error)
 type Verifier struct {
 	Region  string
 	Secrets Secrets
+	// V2 accepts Signature Version 2 too (the S3 API does; the REST API
+	// takes V4 only).
+	V2 bool
+	// Domain is the virtual-hosted domain (S3_DOMAIN), whose bucket a
+	// Signature V2 signs as part of the resource; "" for none.
+	Domain string
 	// Now is the server's clock; nil means time.Now.
 	Now func() time.Time
 
@@ -117,9 +124,10 @@ func (c *signingKeys) get(secret, date, region, service string) []byte {
 	return k
 }
 
-// Signed reports whether r carries a Signature V4, in its header or query.
+// Signed reports whether r carries a Signature V4 or V2, in its header or
+// query.
 func Signed(r *http.Request) bool {
-	return strings.HasPrefix(r.Header.Get("Authorization"), Algorithm+" ") || r.URL.Query().Get("X-Amz-Algorithm") != ""
+	return signedV2(r) || strings.HasPrefix(r.Header.Get("Authorization"), Algorithm+" ") || r.URL.Query().Get("X-Amz-Algorithm") != ""
 }
 
 // auth is what a request says about its signature.
@@ -145,6 +153,9 @@ func (v *Verifier) Verify(r *http.Request) (string, error) {
 	now := time.Now
 	if v.Now != nil {
 		now = v.Now
+	}
+	if v.V2 && signedV2(r) {
+		return v.verifyV2(r, now())
 	}
 	a, err := parse(r)
 	if err != nil {
