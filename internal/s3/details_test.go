@@ -341,3 +341,53 @@ func TestCompleteRetried(t *testing.T) {
 	require.Equal(t, "NoSuchUpload", s3Code(t, err), "the key holds something else now")
 	require.Len(t, s.files.data, 1)
 }
+
+// TestNullVersions: a bucket without versioning lists each object once, as
+// its null version, page by page, and the null version id addresses the
+// object; any other version id is none dfs keeps.
+func TestNullVersions(t *testing.T) {
+	s := newSDKServer(t, nil)
+	ctx := context.Background()
+	_, err := s.c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("bkt")})
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b", "dir/c", "dir/d"} {
+		_, err := s.c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String(k), Body: strings.NewReader(k)})
+		require.NoError(t, err)
+	}
+	var listed []string
+	in := &awss3.ListObjectVersionsInput{Bucket: aws.String("bkt"), MaxKeys: aws.Int32(2), Delimiter: aws.String("/")}
+	for page := 0; ; page++ {
+		require.Less(t, page, 5)
+		out, err := s.c.ListObjectVersions(ctx, in)
+		require.NoError(t, err)
+		for _, v := range out.Versions {
+			require.Equal(t, "null", aws.ToString(v.VersionId))
+			require.True(t, aws.ToBool(v.IsLatest))
+			listed = append(listed, aws.ToString(v.Key))
+		}
+		for _, p := range out.CommonPrefixes {
+			listed = append(listed, "prefix:"+aws.ToString(p.Prefix))
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.VersionIdMarker = out.NextKeyMarker, out.NextVersionIdMarker
+	}
+	require.Equal(t, []string{"a", "b", "prefix:dir/"}, listed)
+
+	got, err := s.c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("a"), VersionId: aws.String("null")})
+	require.NoError(t, err)
+	got.Body.Close()
+	status, _ := call(t, s.srv, http.MethodGet, "", "/bkt/a?versionId=3HL4kqtJlcpXroDTDmjVBH40Nrjfkd", "us-east-1", nil)
+	require.Equal(t, http.StatusNotImplemented, status, "a version dfs never kept")
+
+	del, err := s.c.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: aws.String("bkt"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+		{Key: aws.String("a"), VersionId: aws.String("null")}, {Key: aws.String("b"), VersionId: aws.String("3HL4kqtJlcpXroDTDmjVBH40Nrjfkd")}}}})
+	require.NoError(t, err)
+	require.Len(t, del.Deleted, 1)
+	require.Equal(t, "a", aws.ToString(del.Deleted[0].Key))
+	require.Len(t, del.Errors, 1)
+	require.Equal(t, "NoSuchVersion", aws.ToString(del.Errors[0].Code))
+	_, err = s.c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String("b")})
+	require.NoError(t, err, "a delete of another version keeps the object")
+}

@@ -43,6 +43,7 @@ var (
 	errBadDigest     = s3err(http.StatusBadRequest, "BadDigest", "The Content-MD5 you specified did not match what we received.")
 	errInvalidDigest = s3err(http.StatusBadRequest, "InvalidDigest", "The Content-MD5 you specified is not valid.")
 	errKeyTooLong    = s3err(http.StatusBadRequest, "KeyTooLongError", "Your key is too long")
+	errNoSuchVersion = s3err(http.StatusNotFound, "NoSuchVersion", "The specified version does not exist.")
 )
 
 func notImplemented(what string) *Error {

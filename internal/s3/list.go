@@ -160,3 +160,79 @@ func urlEncode(s string) string {
 	}
 	return b.String()
 }
+
+type versionXML struct {
+	Key          string
+	VersionID    string `xml:"VersionId"`
+	IsLatest     bool
+	LastModified string
+	ETag         string
+	Size         int64
+	StorageClass string
+	Owner        owner
+}
+
+type listVersionsResult struct {
+	XMLName             xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListVersionsResult"`
+	Name                string
+	Prefix              string
+	KeyMarker           string
+	VersionIDMarker     string `xml:"VersionIdMarker"`
+	NextKeyMarker       string `xml:",omitempty"`
+	NextVersionIDMarker string `xml:"NextVersionIdMarker,omitempty"`
+	MaxKeys             int
+	Delimiter           string `xml:",omitempty"`
+	EncodingType        string `xml:",omitempty"`
+	IsTruncated         bool
+	Versions            []versionXML `xml:"Version"`
+	CommonPrefixes      []prefixXML
+}
+
+// nullVersion is the version id S3 gives an object of a bucket that never
+// had versioning: dfs keeps one version of each key, this one.
+const nullVersion = "null"
+
+// listVersions answers ListObjectVersions as S3 does for a bucket without
+// versioning: every object once, as its null version and the latest. A
+// key marker with a version id marker continues after that key, its only
+// version.
+func (s *Server) listVersions(w http.ResponseWriter, r *request) error {
+	b, err := s.ownedBucket(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	n, err := intQuery(r, "max-keys", maxKeys)
+	if err != nil {
+		return err
+	}
+	n = min(n, maxKeys)
+	enc, err := encodingType(q.Get("encoding-type"))
+	if err != nil {
+		return err
+	}
+	out := listVersionsResult{Name: r.bucket, Prefix: q.Get("prefix"), Delimiter: q.Get("delimiter"), KeyMarker: q.Get("key-marker"),
+		VersionIDMarker: q.Get("version-id-marker"), MaxKeys: n, EncodingType: enc}
+	page, err := meta.List(r.Context(), s.o.Namespace, meta.ListQuery{Bucket: r.bucket, Prefix: out.Prefix, Delimiter: out.Delimiter,
+		After: out.KeyMarker, MaxKeys: n})
+	if err != nil {
+		return err
+	}
+	esc := keyEncoder(enc)
+	for _, o := range page.Objects {
+		out.Versions = append(out.Versions, versionXML{Key: esc(o.Key), VersionID: nullVersion, IsLatest: true, LastModified: s3Time(o.ModifiedAt),
+			ETag: quote(o.ETag), Size: o.SizeBytes, StorageClass: "STANDARD", Owner: owner{ID: b.Owner, DisplayName: b.Owner}})
+	}
+	for _, p := range page.Prefixes {
+		out.CommonPrefixes = append(out.CommonPrefixes, prefixXML{Prefix: esc(p)})
+	}
+	if out.IsTruncated = page.Truncated; page.Truncated {
+		out.NextKeyMarker = esc(page.Next)
+		if len(page.Objects) > 0 && page.Objects[len(page.Objects)-1].Key == page.Next {
+			out.NextVersionIDMarker = nullVersion
+		}
+	}
+	out.Prefix, out.Delimiter, out.KeyMarker = esc(out.Prefix), esc(out.Delimiter), esc(out.KeyMarker)
+	writeXML(w, http.StatusOK, out)
+	return nil
+}

@@ -237,12 +237,14 @@ type deleteRequest struct {
 	XMLName xml.Name `xml:"Delete"`
 	Quiet   bool
 	Objects []struct {
-		Key string
+		Key       string
+		VersionID string `xml:"VersionId"`
 	} `xml:"Object"`
 }
 
 type deletedXML struct {
-	Key string
+	Key       string
+	VersionID string `xml:"VersionId,omitempty"`
 }
 
 type deleteErrorXML struct {
@@ -271,6 +273,9 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *request) error {
 	out := deleteResult{}
 	for _, o := range req.Objects {
 		err := checkKey(o.Key)
+		if err == nil && o.VersionID != "" && o.VersionID != nullVersion {
+			err = errNoSuchVersion
+		}
 		if err == nil {
 			err = s.objects.Delete(r.Context(), r.bucket, o.Key)
 		}
@@ -280,7 +285,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *request) error {
 			continue
 		}
 		if !req.Quiet {
-			out.Deleted = append(out.Deleted, deletedXML{Key: o.Key})
+			out.Deleted = append(out.Deleted, deletedXML{Key: o.Key, VersionID: o.VersionID})
 		}
 	}
 	writeXML(w, http.StatusOK, out)
@@ -294,12 +299,12 @@ type copyObjectResult struct {
 }
 
 // copySource reads x-amz-copy-source: "bucket/key" or "/bucket/key",
-// URL-encoded. dfs keeps no versions: a "?versionId=" naming one is
-// refused, as a versionId parameter is, rather than copying the object as
-// it is now.
+// URL-encoded. dfs keeps one version of each object, the null one: a
+// "?versionId=" naming another is refused, as a versionId parameter is,
+// rather than copying the object as it is now.
 func copySource(h string) (bucket, key string, err error) {
 	h, query, _ := strings.Cut(h, "?")
-	if v, _ := url.ParseQuery(query); v.Has("versionId") {
+	if v, _ := url.ParseQuery(query); v.Has("versionId") && v.Get("versionId") != nullVersion {
 		return "", "", notImplemented("a versionId in x-amz-copy-source")
 	}
 	p, uerr := url.PathUnescape(strings.TrimPrefix(h, "/"))

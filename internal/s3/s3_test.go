@@ -313,7 +313,6 @@ func TestUnimplementedOperationsAnswer501(t *testing.T) {
 		{"GetBucketCors", http.MethodGet, "/bkt?cors", ""},
 		{"GetBucketTagging", http.MethodGet, "/bkt?tagging", ""},
 		{"GetBucketEncryption", http.MethodGet, "/bkt?encryption", ""},
-		{"ListObjectVersions", http.MethodGet, "/bkt?versions", ""},
 		{"GetObjectAttributes", http.MethodGet, "/bkt/k?attributes", ""},
 		{"RestoreObject", http.MethodPost, "/bkt/k?restore", "<RestoreRequest><Days>1</Days></RestoreRequest>"},
 		{"SelectObjectContent", http.MethodPost, "/bkt/k?select&select-type=2", "<SelectObjectContentRequest/>"},

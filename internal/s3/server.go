@@ -261,6 +261,11 @@ func (s *Server) route(r *request, q url.Values) (string, handler) {
 // otherwise look like; nil when q names none.
 func unsupportedSub(q url.Values) handler {
 	for _, sub := range unsupported {
+		// The null version is the one version of every object; another
+		// version id names what dfs never kept.
+		if sub == "versionId" && q.Get(sub) == nullVersion {
+			continue
+		}
 		if q.Has(sub) {
 			return refuse(notImplemented("the ?" + sub + " sub-resource"))
 		}
@@ -280,8 +285,13 @@ func subresource(q map[string][]string) string {
 }
 
 func (s *Server) bucketRoute(r *request, q url.Values) (string, handler) {
-	if r.Method == http.MethodGet && q.Has("acl") {
-		return "GetBucketAcl", s.bucketACL
+	if r.Method == http.MethodGet {
+		switch {
+		case q.Has("acl"):
+			return "GetBucketAcl", s.bucketACL
+		case q.Has("versions"):
+			return "ListObjectVersions", s.listVersions
+		}
 	}
 	if h := unsupportedSub(q); h != nil {
 		return opUnsupported, h
