@@ -160,6 +160,14 @@ func TestStorageTools(t *testing.T) {
 		require.Equal(t, mp.UploadId, listed.Uploads[0].UploadId)
 		require.Equal(t, "open/upload.bin", listed.Uploads[0].Key)
 		s3("s3api", "abort-multipart-upload", "--bucket", "aws-bucket", "--key", "open/upload.bin", "--upload-id", mp.UploadId)
+		// What teardowns that empty a bucket version by version read.
+		var versions struct{ Versions []struct{ Key, VersionId string } }
+		require.NoError(t, json.Unmarshal([]byte(s3("s3api", "list-object-versions", "--bucket", "aws-bucket", "--prefix", "tree/")), &versions))
+		require.Len(t, versions.Versions, len(files))
+		for _, v := range versions.Versions {
+			require.Equal(t, "null", v.VersionId, v.Key)
+		}
+		s3("s3api", "delete-object", "--bucket", "aws-bucket", "--key", "copy.txt", "--version-id", "null")
 		s3("s3", "rm", "--recursive", "s3://aws-bucket/")
 		require.Empty(t, strings.TrimSpace(s3("s3", "ls", "--recursive", "s3://aws-bucket/")))
 		s3("s3", "rb", "s3://aws-bucket")
