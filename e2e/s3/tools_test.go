@@ -161,7 +161,9 @@ func TestStorageTools(t *testing.T) {
 		require.Equal(t, "open/upload.bin", listed.Uploads[0].Key)
 		s3("s3api", "abort-multipart-upload", "--bucket", "aws-bucket", "--key", "open/upload.bin", "--upload-id", mp.UploadId)
 		// What teardowns that empty a bucket version by version read.
-		var versions struct{ Versions []struct{ Key, VersionId string } }
+		var versions struct {
+			Versions []struct{ Key, VersionId string }
+		}
 		require.NoError(t, json.Unmarshal([]byte(s3("s3api", "list-object-versions", "--bucket", "aws-bucket", "--prefix", "tree/")), &versions))
 		require.Len(t, versions.Versions, len(files))
 		for _, v := range versions.Versions {
