@@ -155,7 +155,12 @@ answers every query with one line, placing keys exactly as the coordinator
 does. A bad line answers "ERROR <reason>" and the run goes on.
 
   VNODES <v>            points per node (default 100); re-places the nodes
-  ADD <node>            add a node
+  ADD <node> [zone=<z>] [weight=<w>]
+                        add a node, in zone z (default: none, a zone of its
+                        own) with weight w (a decimal > 0, default 1: the
+                        node gets max(1, floor(v×w+0.5)) points)
+  SET <node> [zone=<z>] [weight=<w>]
+                        change what it names of a present node
   REMOVE <node>         remove a node
   LOOKUP <key>          the key's primary, or NONE on an empty ring
   REPLICAS <key> <n>    the key's preference list, comma-separated, or NONE

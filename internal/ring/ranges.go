@@ -34,6 +34,9 @@ func (r *Ring) RangesIncluding(node string, n int) []Range {
 		// Every list holds every node.
 		return []Range{{From: r.pos[0], To: r.pos[0]}}
 	}
+	if r.zoned {
+		return r.rangesByWalk(node, n)
+	}
 	var out []Range
 	var seen []string
 	for j, owner := range r.owner {
@@ -74,6 +77,38 @@ func (r *Ring) RangesIncluding(node string, n int) []Range {
 		out = append(out, g)
 	}
 	// The first and last ranges meet when the last wraps onto the first.
+	if len(out) > 1 && out[len(out)-1].To == out[0].From {
+		out[0].From = out[len(out)-1].From
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// rangesByWalk is RangesIncluding for a ring with zones, where a skipped node
+// can still be reached by the second walk from far back: it walks from every
+// point that owns keys and keeps the arcs whose list holds node.
+func (r *Ring) rangesByWalk(node string, n int) []Range {
+	var out []Range
+	list := make([]string, 0, n)
+	for j := range r.pos {
+		if j > 0 && r.pos[j] == r.pos[j-1] {
+			continue // a tied point after the first owns no keys
+		}
+		list = r.appendZoned(list[:0], j, n)
+		if !contains(list, node) {
+			continue
+		}
+		prev := len(r.pos) - 1
+		if j > 0 {
+			prev = j - 1
+		}
+		g := Range{From: r.pos[prev], To: r.pos[j]}
+		if last := len(out) - 1; last >= 0 && out[last].To == g.From {
+			out[last].To = g.To
+			continue
+		}
+		out = append(out, g)
+	}
 	if len(out) > 1 && out[len(out)-1].To == out[0].From {
 		out[0].From = out[len(out)-1].From
 		out = out[:len(out)-1]

@@ -13,6 +13,13 @@
 // never wait on, or see half of, a writer's change. Atomic publishes the
 // current snapshot to concurrent readers.
 //
+// A node may also have a zone and a weight (Member). A node of weight w has
+// max(1, floor(V×w+0.5)) points, and a preference list takes, on a first
+// walk, only nodes of zones not taken yet, then on a second walk from the same
+// point the nodes it skipped, so copies land in distinct zones wherever the
+// ring has them. A node without a zone is a zone of its own, so a ring of
+// zoneless weight-1 nodes places exactly as the rules above.
+//
 // The package knows nothing but strings and hashes and uses only the standard
 // library.
 package ring
@@ -21,6 +28,7 @@ import (
 	"cmp"
 	"crypto/md5"
 	"encoding/binary"
+	"math/big"
 	"slices"
 	"strconv"
 )
@@ -48,6 +56,26 @@ type Point struct {
 	Node string
 }
 
+// Member is a node with its failure domain and relative size.
+type Member struct {
+	Node string
+	// Zone is the node's failure domain (a rack, a room, an availability
+	// zone), compared exactly; "" means none, a zone of its own.
+	Zone string
+	// Weight scales the node's points; 0 means 1. It must not be negative.
+	Weight float64
+}
+
+func (m Member) weight() float64 {
+	if m.Weight <= 0 {
+		return 1
+	}
+	return m.Weight
+}
+
+// plain reports whether m has neither a zone nor a weight other than 1.
+func (m Member) plain() bool { return m.Zone == "" && m.weight() == 1 }
+
 // Ring is an immutable snapshot of a consistent-hash ring. The zero value is
 // not usable; build one with New or NewWithHash.
 type Ring struct {
@@ -58,6 +86,32 @@ type Ring struct {
 	// the binary search of a lookup runs over a dense []int64.
 	pos   []int64
 	owner []string
+	// attrs holds the members that have a zone or a weight other than 1;
+	// nil when there are none. zoned is true when some member has a zone,
+	// and only then does a walk look at zones.
+	attrs map[string]Member
+	zoned bool
+}
+
+// PointsFor returns the number of points of a node of weight w on a ring of
+// vnodes points per node: max(1, floor(vnodes×w + 0.5)), worked out on the
+// shortest decimal that reads back as w, so that a weight such as 0.285
+// gives the points its decimal says rather than its binary neighbour's.
+func PointsFor(vnodes int, w float64) int {
+	if w <= 0 || w == 1 {
+		return vnodes
+	}
+	x, ok := new(big.Rat).SetString(strconv.FormatFloat(w, 'f', -1, 64))
+	if !ok {
+		return vnodes
+	}
+	x.Mul(x, new(big.Rat).SetInt64(int64(vnodes)))
+	x.Add(x, big.NewRat(1, 2))
+	p := new(big.Int).Quo(x.Num(), x.Denom()) // both positive: Quo floors
+	if !p.IsInt64() || p.Int64() > 1<<31 {
+		return 1 << 31
+	}
+	return max(1, int(p.Int64()))
 }
 
 // New returns a ring with vnodes points per node (vnodes <= 0 means
@@ -88,6 +142,76 @@ func (r *Ring) Len() int { return len(r.pos) }
 // Nodes returns the physical nodes, sorted by name. The slice is a copy.
 func (r *Ring) Nodes() []string { return slices.Clone(r.nodes) }
 
+// Member returns node's zone and weight (weight 1 when it has none of its
+// own); ok is false when node is not on the ring.
+func (r *Ring) Member(node string) (m Member, ok bool) {
+	if !r.Has(node) {
+		return Member{}, false
+	}
+	if a, found := r.attrs[node]; found {
+		a.Weight = a.weight()
+		return a, true
+	}
+	return Member{Node: node, Weight: 1}, true
+}
+
+// Members returns every node with its zone and weight, sorted by node.
+func (r *Ring) Members() []Member {
+	out := make([]Member, len(r.nodes))
+	for i, n := range r.nodes {
+		out[i], _ = r.Member(n)
+	}
+	return out
+}
+
+// Zone returns node's zone, "" when it has none or is not on the ring.
+func (r *Ring) Zone(node string) string { return r.attrs[node].Zone }
+
+// Zoned reports whether any node on the ring has a zone.
+func (r *Ring) Zoned() bool { return r.zoned }
+
+// Zones returns the distinct zones of the ring's nodes, sorted, with ""
+// present when some node has no zone.
+func (r *Ring) Zones() []string {
+	zs := make([]string, 0, 4)
+	for _, n := range r.nodes {
+		if z := r.Zone(n); !slices.Contains(zs, z) {
+			zs = append(zs, z)
+		}
+	}
+	slices.Sort(zs)
+	return zs
+}
+
+// ZoneCount returns the number of failure domains on the ring: each distinct
+// zone once, and each zoneless node as one of its own.
+func (r *Ring) ZoneCount() int {
+	seen := map[string]bool{}
+	for _, n := range r.nodes {
+		seen[r.zoneKey(n)] = true
+	}
+	return len(seen)
+}
+
+// PointsOf returns the number of points node has, 0 when it is not on the
+// ring.
+func (r *Ring) PointsOf(node string) int {
+	if !r.Has(node) {
+		return 0
+	}
+	return PointsFor(r.vnodes, r.attrs[node].weight())
+}
+
+// zoneKey is the failure domain a walk compares: the zone, or for a zoneless
+// node a key no zone string can equal (zones are non-empty and a NUL byte
+// leads the key).
+func (r *Ring) zoneKey(node string) string {
+	if z := r.attrs[node].Zone; z != "" {
+		return z
+	}
+	return "\x00" + node
+}
+
 // Has reports whether node is on the ring.
 func (r *Ring) Has(node string) bool {
 	_, ok := slices.BinarySearch(r.nodes, node)
@@ -103,18 +227,66 @@ func (r *Ring) Points() []Point {
 	return pts
 }
 
-// With returns a ring that also holds nodes. Nodes already present are
-// ignored; if nothing is new, r itself is returned.
+// With returns a ring that also holds nodes, each without a zone and of
+// weight 1. Nodes already present are ignored; if nothing is new, r itself is
+// returned.
 func (r *Ring) With(nodes ...string) *Ring {
 	added := distinctSorted(nodes)
 	added = slices.DeleteFunc(added, r.Has)
 	if len(added) == 0 {
 		return r
 	}
-	fresh := make([]Point, 0, len(added)*r.vnodes)
-	for _, n := range added {
-		for i := 0; i < r.vnodes; i++ {
-			fresh = append(fresh, Point{Pos: r.hash(n + "#" + strconv.Itoa(i)), Node: n})
+	ms := make([]Member, len(added))
+	for i, n := range added {
+		ms[i] = Member{Node: n}
+	}
+	return r.add(ms)
+}
+
+// WithMembers returns a ring holding every member with the zone and weight
+// given: absent ones are added, present ones whose zone or weight differs
+// are changed (a weight change adds or removes that node's points only).
+// If nothing changes, r itself is returned. A later member of the same name
+// wins over an earlier one.
+func (r *Ring) WithMembers(ms ...Member) *Ring {
+	byName := make(map[string]Member, len(ms))
+	for _, m := range ms {
+		m.Weight = m.weight()
+		byName[m.Node] = m
+	}
+	var changed []string
+	var fresh []Member
+	for _, m := range byName {
+		cur, present := r.Member(m.Node)
+		if present && cur == m {
+			continue
+		}
+		if present {
+			changed = append(changed, m.Node)
+		}
+		fresh = append(fresh, m)
+	}
+	if len(fresh) == 0 {
+		return r
+	}
+	slices.SortFunc(fresh, func(a, b Member) int { return cmp.Compare(a.Node, b.Node) })
+	return r.Without(changed...).add(fresh)
+}
+
+// add returns a ring that also holds ms, none of which is on r.
+func (r *Ring) add(ms []Member) *Ring {
+	attrs, copied := r.attrs, false
+	fresh := make([]Point, 0, len(ms)*r.vnodes)
+	for _, m := range ms {
+		if !m.plain() {
+			if !copied {
+				attrs, copied = cloneMap(r.attrs), true
+			}
+			m.Weight = m.weight()
+			attrs[m.Node] = m
+		}
+		for i, pts := 0, PointsFor(r.vnodes, m.weight()); i < pts; i++ {
+			fresh = append(fresh, Point{Pos: r.hash(m.Node + "#" + strconv.Itoa(i)), Node: m.Node})
 		}
 	}
 	slices.SortFunc(fresh, comparePoints)
@@ -125,11 +297,16 @@ func (r *Ring) With(nodes ...string) *Ring {
 	next := &Ring{
 		hash:   r.hash,
 		vnodes: r.vnodes,
-		nodes:  append(slices.Clone(r.nodes), added...),
+		nodes:  slices.Clone(r.nodes),
 		pos:    make([]int64, 0, total),
 		owner:  make([]string, 0, total),
+		attrs:  attrs,
+	}
+	for _, m := range ms {
+		next.nodes = append(next.nodes, m.Node)
 	}
 	slices.Sort(next.nodes)
+	next.zoned = anyZone(attrs)
 	i, j := 0, 0
 	for i < len(r.pos) || j < len(fresh) {
 		if j == len(fresh) || (i < len(r.pos) && comparePoints(Point{r.pos[i], r.owner[i]}, fresh[j]) <= 0) {
@@ -153,13 +330,28 @@ func (r *Ring) Without(nodes ...string) *Ring {
 	if len(gone) == 0 {
 		return r
 	}
-	keep := len(r.pos) - len(gone)*r.vnodes
+	keep := len(r.pos)
+	attrs, copied := r.attrs, false
+	for _, n := range gone {
+		keep -= r.PointsOf(n)
+		if _, ok := attrs[n]; ok {
+			if !copied {
+				attrs, copied = cloneMap(r.attrs), true
+			}
+			delete(attrs, n)
+		}
+	}
+	if len(attrs) == 0 {
+		attrs = nil
+	}
 	next := &Ring{
 		hash:   r.hash,
 		vnodes: r.vnodes,
 		nodes:  make([]string, 0, len(r.nodes)-len(gone)),
 		pos:    make([]int64, 0, keep),
 		owner:  make([]string, 0, keep),
+		attrs:  attrs,
+		zoned:  anyZone(attrs),
 	}
 	for _, n := range r.nodes {
 		if _, found := slices.BinarySearch(gone, n); !found {
@@ -184,7 +376,7 @@ func (r *Ring) WithVNodes(v int) *Ring {
 	if v == r.vnodes {
 		return r
 	}
-	return NewWithHash(v, r.hash, r.nodes...)
+	return (&Ring{hash: r.hash, vnodes: v}).WithMembers(r.Members()...)
 }
 
 // Lookup returns the primary of key: the node of the first point at or after
@@ -201,6 +393,10 @@ func (r *Ring) Lookup(key string) (node string, ok bool) {
 // met. With fewer than n nodes it returns all of them; on an empty ring or for
 // n <= 0 it returns nil. The order is the walk order and must not be sorted:
 // it is what keeps lists stable when membership changes.
+//
+// On a ring with zones the first walk takes only nodes of zones not taken
+// yet, and when that gives fewer than n a second walk from the same point
+// appends, in walk order, the distinct nodes the first one skipped.
 func (r *Ring) Preference(key string, n int) []string {
 	return r.PreferenceAt(r.hash(key), n)
 }
@@ -224,12 +420,45 @@ func (r *Ring) AppendPreference(dst []string, key string, n int) []string {
 }
 
 func (r *Ring) appendAt(dst []string, pos int64, n int) []string {
+	if r.zoned {
+		return r.appendZoned(dst, r.search(pos), n)
+	}
 	n = min(n, len(r.nodes))
 	start := len(dst)
 	i := r.search(pos)
 	// The walk is bounded by one lap: with fewer than n distinct nodes an
 	// unbounded walk would never end.
 	for steps := 0; steps < len(r.pos) && len(dst)-start < n; steps++ {
+		if node := r.owner[i]; !contains(dst[start:], node) {
+			dst = append(dst, node)
+		}
+		if i++; i == len(r.pos) {
+			i = 0
+		}
+	}
+	return dst
+}
+
+// appendZoned is the two-pass walk from point i of a ring with zones.
+func (r *Ring) appendZoned(dst []string, i0, n int) []string {
+	n = min(n, len(r.nodes))
+	start := len(dst)
+	var zonesBuf [8]string
+	zones := zonesBuf[:0]
+	domains := r.ZoneCount()
+	// Pass 1 ends early once every zone is taken: no further node can join.
+	for i, steps := i0, 0; steps < len(r.pos) && len(dst)-start < n && len(zones) < domains; steps++ {
+		if node := r.owner[i]; !contains(dst[start:], node) {
+			if z := r.zoneKey(node); !contains(zones, z) {
+				dst = append(dst, node)
+				zones = append(zones, z)
+			}
+		}
+		if i++; i == len(r.pos) {
+			i = 0
+		}
+	}
+	for i, steps := i0, 0; steps < len(r.pos) && len(dst)-start < n; steps++ {
 		if node := r.owner[i]; !contains(dst[start:], node) {
 			dst = append(dst, node)
 		}
@@ -288,6 +517,23 @@ func comparePoints(a, b Point) int {
 		return c
 	}
 	return cmp.Compare(a.Node, b.Node)
+}
+
+func anyZone(attrs map[string]Member) bool {
+	for _, m := range attrs {
+		if m.Zone != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneMap(m map[string]Member) map[string]Member {
+	out := make(map[string]Member, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // distinctSorted returns a sorted copy of names without duplicates, so bulk

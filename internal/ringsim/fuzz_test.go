@@ -18,6 +18,7 @@ func FuzzRun(f *testing.F) {
 		"add a\nADD b\nremove a\nlookup k\nSPREAD 20 2\n",
 		"\n \t\r\nVNODES 0\nVNODES 21\nREPLICAS k -1\nSPREAD x y\nBOGUS\nADD a,b\n",
 		"ADD A\r\nVNODES 2\r\nREPLICAS k 99999999999999999999\nLOOKUP " + strings.Repeat("x", 80) + "\n",
+		"VNODES 3\nADD P zone=z1\nADD Q zone=z2 weight=2\nSET R zone=z1\nADD R zone=z1\nSET Q weight=0.5\nREPLICAS x5 3\nSPREAD 9 2\n",
 		"ADD a\nADD a\nREMOVE z\nVNODES 20\nADD b\nADD c\nADD d\nADD e\nADD f\nADD g\nADD h\nADD i\nADD j\nADD k\nSPREAD 200 11",
 	} {
 		f.Add(seed)

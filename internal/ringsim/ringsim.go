@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,20 +101,21 @@ func bytesTrimNewline(b []byte) []byte {
 	return b
 }
 
-// sim is the state of one run: the wanted membership and points per node,
-// and the ring built from them. Membership changes are batched and applied
-// when a query needs the ring, so a script adding thousands of nodes
-// rebuilds once rather than once per line.
+// sim is the state of one run: the wanted members (with their zones and
+// weights) and points per node, and the ring built from them. Membership
+// changes are batched and applied when a query needs the ring, so a script
+// adding thousands of nodes rebuilds once rather than once per line.
 type sim struct {
 	lim     limits
 	vnodes  int
-	members map[string]bool
+	members map[string]ring.Member
+	points  int // the members' points at vnodes
 	r       *ring.Ring
 	stale   bool
 }
 
 func newSim(lim limits) *sim {
-	return &sim{lim: lim, vnodes: ring.DefaultVNodes, members: map[string]bool{}, r: ring.New(ring.DefaultVNodes)}
+	return &sim{lim: lim, vnodes: ring.DefaultVNodes, members: map[string]ring.Member{}, r: ring.New(ring.DefaultVNodes)}
 }
 
 // exec runs one line and returns its answer, "" for none.
@@ -124,9 +127,9 @@ func (s *sim) exec(line string) string {
 	cmd, args := asciiUpper(f[0]), f[1:]
 	syntax, ok := commands[cmd]
 	if !ok {
-		return fmt.Sprintf("ERROR unknown command %q (want VNODES, ADD, REMOVE, LOOKUP, REPLICAS or SPREAD)", f[0])
+		return fmt.Sprintf("ERROR unknown command %q (want VNODES, ADD, SET, REMOVE, LOOKUP, REPLICAS or SPREAD)", f[0])
 	}
-	if len(args) != syntax.args {
+	if len(args) < syntax.args || len(args) > syntax.args+syntax.options {
 		return "ERROR usage: " + syntax.usage
 	}
 	switch cmd {
@@ -135,25 +138,42 @@ func (s *sim) exec(line string) string {
 		if err != "" {
 			return err
 		}
-		if err := s.checkPoints(len(s.members), v); err != "" {
+		total := 0
+		for _, m := range s.members {
+			total += ring.PointsFor(v, m.Weight)
+		}
+		if err := s.checkPoints(total); err != "" {
 			return err
 		}
-		s.vnodes, s.stale = v, true
-	case "ADD":
-		if s.members[args[0]] {
-			return ""
-		}
+		s.vnodes, s.points, s.stale = v, total, true
+	case "ADD", "SET":
+		old, present := s.members[args[0]]
 		// The answers separate names with ',' (REPLICAS) and '=' (SPREAD).
-		if strings.ContainsAny(args[0], ",=") {
+		if !present && strings.ContainsAny(args[0], ",=") {
 			return fmt.Sprintf("ERROR node name %q must not contain ',' or '='", args[0])
 		}
-		if err := s.checkPoints(len(s.members)+1, s.vnodes); err != "" {
+		m := ring.Member{Node: args[0], Weight: 1}
+		if present {
+			m = old
+		}
+		if err := parseOptions(&m, args[1:]); err != "" {
 			return err
 		}
-		s.members[args[0]], s.stale = true, true
+		if present == (cmd == "ADD") {
+			return "" // adding a present node, or setting an absent one, changes nothing
+		}
+		total := s.points + ring.PointsFor(s.vnodes, m.Weight)
+		if present {
+			total -= ring.PointsFor(s.vnodes, old.Weight)
+		}
+		if err := s.checkPoints(total); err != "" {
+			return err
+		}
+		s.members[m.Node], s.points, s.stale = m, total, true
 	case "REMOVE":
-		if s.members[args[0]] {
+		if m, ok := s.members[args[0]]; ok {
 			delete(s.members, args[0])
+			s.points -= ring.PointsFor(s.vnodes, m.Weight)
 			s.stale = true
 		}
 	case "LOOKUP":
@@ -184,23 +204,61 @@ func (s *sim) exec(line string) string {
 	return ""
 }
 
+// commands gives each command's number of arguments and how many
+// zone=/weight= options may follow them.
 var commands = map[string]struct {
-	args  int
-	usage string
+	args, options int
+	usage         string
 }{
-	"VNODES":   {1, "VNODES <v>"},
-	"ADD":      {1, "ADD <node>"},
-	"REMOVE":   {1, "REMOVE <node>"},
-	"LOOKUP":   {1, "LOOKUP <key>"},
-	"REPLICAS": {2, "REPLICAS <key> <n>"},
-	"SPREAD":   {2, "SPREAD <count> <n>"},
+	"VNODES":   {1, 0, "VNODES <v>"},
+	"ADD":      {1, 2, "ADD <node> [zone=<z>] [weight=<w>]"},
+	"SET":      {1, 2, "SET <node> [zone=<z>] [weight=<w>]"},
+	"REMOVE":   {1, 0, "REMOVE <node>"},
+	"LOOKUP":   {1, 0, "LOOKUP <key>"},
+	"REPLICAS": {2, 0, "REPLICAS <key> <n>"},
+	"SPREAD":   {2, 0, "SPREAD <count> <n>"},
 }
 
-// checkPoints returns an ERROR answer if nodes with v points each would
-// exceed the ring's size limit.
-func (s *sim) checkPoints(nodes, v int) string {
-	if nodes*v > s.lim.points {
-		return fmt.Sprintf("ERROR %d nodes with %d points each exceed the limit of %d ring points", nodes, v, s.lim.points)
+// MaxWeight bounds a weight, so that one node's points stay countable.
+const MaxWeight = 1000
+
+// parseOptions applies zone=<z> and weight=<w> to m, or returns an ERROR
+// answer. The option names are case-insensitive like the commands; each may
+// appear once.
+func parseOptions(m *ring.Member, opts []string) string {
+	seen := map[string]bool{}
+	for _, o := range opts {
+		name, value, ok := strings.Cut(o, "=")
+		name = asciiUpper(name)
+		if !ok || (name != "ZONE" && name != "WEIGHT") {
+			return fmt.Sprintf("ERROR option %q: want zone=<z> or weight=<w>", o)
+		}
+		if seen[name] {
+			return fmt.Sprintf("ERROR option %s given twice", strings.ToLower(name))
+		}
+		seen[name] = true
+		switch name {
+		case "ZONE":
+			if value == "" {
+				return "ERROR zone must not be empty"
+			}
+			m.Zone = value
+		case "WEIGHT":
+			w, err := strconv.ParseFloat(value, 64)
+			if err != nil || !(w > 0) || w > MaxWeight {
+				return fmt.Sprintf("ERROR weight must be a decimal > 0 and at most %d, got %q", MaxWeight, value)
+			}
+			m.Weight = w
+		}
+	}
+	return ""
+}
+
+// checkPoints returns an ERROR answer if a ring of total points would exceed
+// the size limit.
+func (s *sim) checkPoints(total int) string {
+	if total > s.lim.points {
+		return fmt.Sprintf("ERROR %d ring points exceed the limit of %d", total, s.lim.points)
 	}
 	return ""
 }
@@ -213,18 +271,13 @@ func (s *sim) ring() *ring.Ring {
 	if s.r.VNodes() != s.vnodes {
 		s.r = ring.New(s.vnodes)
 	}
-	var gone, added []string
+	var gone []string
 	for _, n := range s.r.Nodes() {
-		if !s.members[n] {
+		if _, ok := s.members[n]; !ok {
 			gone = append(gone, n)
 		}
 	}
-	for n := range s.members {
-		if !s.r.Has(n) {
-			added = append(added, n)
-		}
-	}
-	s.r, s.stale = s.r.Without(gone...).With(added...), false
+	s.r, s.stale = s.r.Without(gone...).WithMembers(slices.Collect(maps.Values(s.members))...), false
 	return s.r
 }
 

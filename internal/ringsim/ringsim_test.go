@@ -61,7 +61,7 @@ func TestScripts(t *testing.T) {
 		{"spread", "VNODES 3\nADD P\nADD Q\nADD R\nSPREAD 10 2\n", "P=7 Q=5 R=8\n"},
 		{"spread with n beyond the node count", "ADD b\nADD a\nSPREAD 7 3\n", "a=7 b=7\n"},
 		{"errors do not stop the run", "BOGUS\nADD A\nREPLICAS k\nLOOKUP k\n",
-			"ERROR unknown command \"BOGUS\" (want VNODES, ADD, REMOVE, LOOKUP, REPLICAS or SPREAD)\nERROR usage: REPLICAS <key> <n>\nA\n"},
+			"ERROR unknown command \"BOGUS\" (want VNODES, ADD, SET, REMOVE, LOOKUP, REPLICAS or SPREAD)\nERROR usage: REPLICAS <key> <n>\nA\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, runScript(t, tc.script))
@@ -69,16 +69,62 @@ func TestScripts(t *testing.T) {
 	}
 }
 
+func TestContractZoneVectors(t *testing.T) {
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		{"the contract's check by hand", "VNODES 3\nADD P zone=z1\nADD Q zone=z2\nADD R zone=z1\nREPLICAS x5 3\nLOOKUP x5\n", "P,Q,R\nP\n"},
+		{"no zones: today's list", "VNODES 3\nADD P\nADD Q\nADD R\nREPLICAS x5 3\n", "P,R,Q\n"},
+		{"one zone for all: today's list", "VNODES 3\nADD P zone=a\nADD Q zone=a\nADD R zone=a\nREPLICAS x5 3\n", "P,R,Q\n"},
+		{"weight 1 written out: today's list", "VNODES 3\nADD P weight=1\nADD Q weight=1.0\nADD R\nREPLICAS x5 3\n", "P,R,Q\n"},
+		{"SET gives a present node a zone", "VNODES 3\nADD P\nADD Q\nADD R\nSET P zone=z1\nSET R zone=z1\nREPLICAS x5 3\n", "P,Q,R\n"},
+		{"SET keeps what it does not name", "VNODES 3\nADD P zone=z1 weight=1\nADD Q zone=z2\nADD R zone=z1\nSET P weight=1\nREPLICAS x5 3\n", "P,Q,R\n"},
+		{"ADD of a present node changes nothing", "VNODES 3\nADD P\nADD Q\nADD R\nADD P zone=z1\nADD R zone=z1\nREPLICAS x5 3\n", "P,R,Q\n"},
+		{"SET of an absent node changes nothing", "VNODES 3\nADD P\nADD Q\nSET R zone=z1\nREPLICAS x5 3\n", "P,Q\n"},
+		{"options are case-insensitive, values are not", "VNODES 3\nADD P ZONE=z1\nADD Q Zone=Z1\nADD R zone=z1\nREPLICAS x5 3\n", "P,Q,R\n"},
+		{"REMOVE forgets the zone", "VNODES 3\nADD P zone=z1\nADD Q zone=z2\nADD R zone=z1\nREMOVE P\nADD P\nREPLICAS x5 3\n", "P,R,Q\n"},
+		{"a weight-2 node of 1 point each other", "VNODES 1\nADD A\nADD B weight=2\nSPREAD 1 1\n", spread(ring.New(1).WithMembers(ring.Member{Node: "A"}, ring.Member{Node: "B", Weight: 2}), 1, 1) + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, runScript(t, tc.script))
+		})
+	}
+}
+
+func TestWeightedSpreadFollowsWeights(t *testing.T) {
+	got := runScript(t, "ADD A\nADD B\nADD C weight=2\nSPREAD 100000 1\n")
+	var a, b, c int
+	_, err := fmt.Sscanf(got, "A=%d B=%d C=%d", &a, &b, &c)
+	require.NoError(t, err, got)
+	require.InEpsilon(t, 0.5, float64(c)/100000, 0.15, "C holds about half the primaries: %s", got)
+	require.InEpsilon(t, 0.25, float64(a)/100000, 0.15, got)
+	require.InEpsilon(t, 0.25, float64(b)/100000, 0.15, got)
+	r := ring.New(100).WithMembers(ring.Member{Node: "A"}, ring.Member{Node: "B"}, ring.Member{Node: "C", Weight: 2})
+	require.Equal(t, spread(r, 100000, 1)+"\n", got)
+}
+
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		line, want string
 	}{
-		{"FOO", `ERROR unknown command "FOO" (want VNODES, ADD, REMOVE, LOOKUP, REPLICAS or SPREAD)`},
-		{"ſpread 1 1", `ERROR unknown command "ſpread" (want VNODES, ADD, REMOVE, LOOKUP, REPLICAS or SPREAD)`},
+		{"FOO", `ERROR unknown command "FOO" (want VNODES, ADD, SET, REMOVE, LOOKUP, REPLICAS or SPREAD)`},
+		{"ſpread 1 1", `ERROR unknown command "ſpread" (want VNODES, ADD, SET, REMOVE, LOOKUP, REPLICAS or SPREAD)`},
 		{"VNODES", "ERROR usage: VNODES <v>"},
 		{"VNODES 1 2", "ERROR usage: VNODES <v>"},
-		{"ADD", "ERROR usage: ADD <node>"},
-		{"ADD a b", "ERROR usage: ADD <node>"},
+		{"ADD", "ERROR usage: ADD <node> [zone=<z>] [weight=<w>]"},
+		{"ADD a b", `ERROR option "b": want zone=<z> or weight=<w>`},
+		{"ADD a zone=z weight=2 x=1", "ERROR usage: ADD <node> [zone=<z>] [weight=<w>]"},
+		{"ADD a rack=r1", `ERROR option "rack=r1": want zone=<z> or weight=<w>`},
+		{"ADD a zone=", "ERROR zone must not be empty"},
+		{"ADD a zone=x ZONE=y", "ERROR option zone given twice"},
+		{"ADD a weight=0", `ERROR weight must be a decimal > 0 and at most 1000, got "0"`},
+		{"ADD a weight=-1", `ERROR weight must be a decimal > 0 and at most 1000, got "-1"`},
+		{"ADD a weight=NaN", `ERROR weight must be a decimal > 0 and at most 1000, got "NaN"`},
+		{"ADD a weight=Inf", `ERROR weight must be a decimal > 0 and at most 1000, got "Inf"`},
+		{"ADD a weight=1001", `ERROR weight must be a decimal > 0 and at most 1000, got "1001"`},
+		{"ADD a weight=two", `ERROR weight must be a decimal > 0 and at most 1000, got "two"`},
+		{"SET", "ERROR usage: SET <node> [zone=<z>] [weight=<w>]"},
+		{"SET A weight=0", `ERROR weight must be a decimal > 0 and at most 1000, got "0"`},
 		{"REMOVE", "ERROR usage: REMOVE <node>"},
 		{"LOOKUP", "ERROR usage: LOOKUP <key>"},
 		{"LOOKUP a b", "ERROR usage: LOOKUP <key>"},
@@ -174,13 +220,19 @@ func TestPointLimit(t *testing.T) {
 	script := "VNODES 10\nADD a\nADD b\nADD c\nVNODES 11\nREMOVE b\nADD c\nVNODES 5\nADD d\nADD e\nSPREAD 10 1\nADD f\nSPREAD 11 1\n"
 	require.NoError(t, run(strings.NewReader(script), &out, lim))
 	require.Equal(t, strings.Join([]string{
-		"ERROR 3 nodes with 10 points each exceed the limit of 20 ring points",
+		"ERROR 30 ring points exceed the limit of 20",
 		"ERROR v must be at most 10, got \"11\"",
 		// b went, so c fits; 5 points make room for d and e.
 		strings.TrimSpace(runScript(t, "VNODES 5\nADD a\nADD c\nADD d\nADD e\nSPREAD 10 1\n")),
-		"ERROR 5 nodes with 5 points each exceed the limit of 20 ring points",
+		"ERROR 25 ring points exceed the limit of 20",
 		"ERROR count must be at most 10, got \"11\"",
 	}, "\n")+"\n", out.String())
+
+	// Weights count their points: a weight-2 node needs two nodes' room.
+	out.Reset()
+	require.NoError(t, run(strings.NewReader("VNODES 10\nADD a weight=2\nADD b\nADD b weight=0.5\nSET a weight=1\nADD b weight=0.5\nSET b weight=1.5\nSPREAD 4 1\n"), &out, lim))
+	require.Equal(t, "ERROR 30 ring points exceed the limit of 20\nERROR 25 ring points exceed the limit of 20\nERROR 25 ring points exceed the limit of 20\n"+
+		strings.TrimSpace(runScript(t, "VNODES 10\nADD a\nADD b weight=0.5\nSPREAD 4 1\n"))+"\n", out.String())
 
 	// The real bound: 100 nodes of 10000 points fit, a 101st does not.
 	var script2 strings.Builder
@@ -188,7 +240,7 @@ func TestPointLimit(t *testing.T) {
 	for i := 0; i <= 100; i++ {
 		fmt.Fprintf(&script2, "ADD n%d\n", i)
 	}
-	require.Equal(t, "ERROR 101 nodes with 10000 points each exceed the limit of 1000000 ring points\n", runScript(t, script2.String()))
+	require.Equal(t, "ERROR 1010000 ring points exceed the limit of 1000000\n", runScript(t, script2.String()))
 }
 
 type failingReader struct{ data *strings.Reader }
