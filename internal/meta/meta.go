@@ -63,12 +63,43 @@ type Node struct {
 	// (written by the node at its first start). A node id that comes back
 	// with another one has lost every copy it held. Empty means unknown: a
 	// node that has never reported one, such as one from before identities.
-	DiskID  string
-	Version int64
+	DiskID string
+	// Zone and Weight are the failure domain and relative size the node
+	// reports (STORAGE_ZONE, STORAGE_WEIGHT): "" is no zone (a zone of its
+	// own), 0 is weight 1.
+	Zone   string
+	Weight float64
+	// ZoneOverride and WeightOverride are what an operator set over the
+	// admin API; while set (non-nil) they win over what the node reports.
+	// An override of "" means no zone.
+	ZoneOverride   *string
+	WeightOverride *float64
+	Version        int64
 }
 
 // OnRing reports whether the node takes part in placement.
 func (n Node) OnRing() bool { return n.Status == NodeHealthy }
+
+// PlacementZone is the zone placement uses: the operator's override if set,
+// else the reported zone.
+func (n Node) PlacementZone() string {
+	if n.ZoneOverride != nil {
+		return *n.ZoneOverride
+	}
+	return n.Zone
+}
+
+// PlacementWeight is the weight placement uses: the operator's override if
+// set, else the reported weight, and 1 when neither is.
+func (n Node) PlacementWeight() float64 {
+	if n.WeightOverride != nil {
+		return *n.WeightOverride
+	}
+	if n.Weight > 0 {
+		return n.Weight
+	}
+	return 1
+}
 
 // File is one stored file (today exactly one blob keyed by its ID).
 type File struct {

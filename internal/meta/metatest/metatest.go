@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 		{"NodeOptimisticLocking", testNodeOptimisticLocking},
 		{"NodeConcurrentIncrements", testNodeConcurrentIncrements},
 		{"NodeDiskID", testNodeDiskID},
+		{"NodeZoneAndWeight", testNodeZoneAndWeight},
 		{"FileCreateAndGet", testFileCreateAndGet},
 		{"FileCreateConflicts", testFileCreateConflicts},
 		{"FileValidation", testFileValidation},
@@ -332,6 +333,58 @@ func testNodeDiskID(t *testing.T, s meta.Store) {
 	require.Len(t, nodes, 2)
 	for _, x := range nodes {
 		require.Empty(t, x.DiskID, x.ID)
+	}
+}
+
+func testNodeZoneAndWeight(t *testing.T, s meta.Store) {
+	ctx := ctxT(t)
+	addNodes(t, s, "plain")
+	got, err := s.GetNode(ctx, "plain")
+	require.NoError(t, err)
+	require.Empty(t, got.Zone)
+	require.Zero(t, got.Weight)
+	require.Nil(t, got.ZoneOverride)
+	require.Nil(t, got.WeightOverride)
+	require.Equal(t, "", got.PlacementZone())
+	require.Equal(t, 1.0, got.PlacementWeight())
+
+	n := newNode("zoned")
+	n.Zone, n.Weight = "rack-a", 2.5
+	require.NoError(t, s.CreateNode(ctx, n))
+	got, err = s.GetNode(ctx, "zoned")
+	require.NoError(t, err)
+	require.Equal(t, "rack-a", got.Zone)
+	require.Equal(t, 2.5, got.Weight)
+
+	// Overrides win while set, including an override to no zone, and each
+	// write stores what it names.
+	noZone, heavier := "", 4.0
+	got.ZoneOverride, got.WeightOverride = &noZone, &heavier
+	require.NoError(t, s.UpdateNode(ctx, &got))
+	back, err := s.GetNode(ctx, "zoned")
+	require.NoError(t, err)
+	require.Equal(t, got, back)
+	require.Equal(t, "", back.PlacementZone())
+	require.Equal(t, 4.0, back.PlacementWeight())
+	other := "rack-b"
+	back.ZoneOverride, back.WeightOverride, back.Zone, back.Weight = &other, nil, "", 0
+	require.NoError(t, s.UpdateNode(ctx, &back))
+	again, err := s.GetNode(ctx, "zoned")
+	require.NoError(t, err)
+	require.Equal(t, back, again)
+	require.Equal(t, "rack-b", again.PlacementZone())
+	require.Equal(t, 1.0, again.PlacementWeight())
+
+	for name, mutate := range map[string]func(*meta.Node){
+		"negative weight":       func(n *meta.Node) { n.Weight = -1 },
+		"zero weight override":  func(n *meta.Node) { z := 0.0; n.WeightOverride = &z },
+		"infinite weight":       func(n *meta.Node) { n.Weight = math.Inf(1) },
+		"zone of 256 bytes":     func(n *meta.Node) { n.Zone = strings.Repeat("z", 256) },
+		"override of 256 bytes": func(n *meta.Node) { z := strings.Repeat("z", 256); n.ZoneOverride = &z },
+	} {
+		bad := newNode("bad")
+		mutate(bad)
+		require.True(t, errs.Is(s.CreateNode(ctx, bad), errs.Invalid), name)
 	}
 }
 

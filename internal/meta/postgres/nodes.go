@@ -13,19 +13,21 @@ import (
 )
 
 // nodeColumns are the columns a node is written to, and selectNodeColumns
-// the same read back, with a NULL disk_id (unknown) as "".
+// the same read back, with a NULL disk_id (unknown) or zone as "" and a NULL
+// weight as 0.
 const (
 	nodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
-	consecutive_failures, consecutive_successes, disk_id, version`
+	consecutive_failures, consecutive_successes, disk_id, zone, weight, zone_override, weight_override, version`
 	selectNodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
-	consecutive_failures, consecutive_successes, COALESCE(disk_id, ''), version`
+	consecutive_failures, consecutive_successes, COALESCE(disk_id, ''), COALESCE(zone, ''), COALESCE(weight, 0),
+	zone_override, weight_override, version`
 )
 
 func scanNode(row pgx.Row) (meta.Node, error) {
 	var n meta.Node
 	var status string
 	if err := row.Scan(&n.ID, &n.Host, &n.Port, &status, &n.RegisteredAt, &n.LastCheckAt, &n.LastHealthyAt,
-		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.DiskID, &n.Version); err != nil {
+		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.DiskID, &n.Zone, &n.Weight, &n.ZoneOverride, &n.WeightOverride, &n.Version); err != nil {
 		return meta.Node{}, err
 	}
 	n.Status = meta.NodeStatus(status)
@@ -46,9 +48,9 @@ func (s *Store) CreateNode(ctx context.Context, n *meta.Node) error {
 	c.Version = 1
 	err := s.run(ctx, "create node "+c.ID, func(ctx context.Context, conn *pgxpool.Conn) error {
 		_, err := conn.Exec(ctx, `INSERT INTO storage_nodes (`+nodeColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), $11)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, 0::float8), $13, $14, $15)`,
 			c.ID, c.Host, c.Port, string(c.Status), c.RegisteredAt, c.LastCheckAt, c.LastHealthyAt,
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Zone, c.Weight, c.ZoneOverride, c.WeightOverride, c.Version)
 		return err
 	})
 	if errs.Is(err, errs.Conflict) {
@@ -110,11 +112,12 @@ func (s *Store) UpdateNode(ctx context.Context, n *meta.Node) error {
 	err := s.run(ctx, "update node "+c.ID, func(ctx context.Context, conn *pgxpool.Conn) error {
 		err := conn.QueryRow(ctx, `UPDATE storage_nodes
 			SET host = $3, port = $4, status = $5, registered_at = $6, last_check_at = $7, last_healthy_at = $8,
-				consecutive_failures = $9, consecutive_successes = $10, disk_id = NULLIF($11, ''), version = version + 1
+				consecutive_failures = $9, consecutive_successes = $10, disk_id = NULLIF($11, ''), zone = NULLIF($12, ''), weight = NULLIF($13, 0::float8),
+				zone_override = $14, weight_override = $15, version = version + 1
 			WHERE node_id = $1 AND version = $2
 			RETURNING version`,
 			c.ID, c.Version, c.Host, c.Port, string(c.Status), c.RegisteredAt, c.LastCheckAt, c.LastHealthyAt,
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID).Scan(&c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Zone, c.Weight, c.ZoneOverride, c.WeightOverride).Scan(&c.Version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.staleOrMissing(ctx, conn, `SELECT EXISTS (SELECT 1 FROM storage_nodes WHERE node_id = $1)`,
 				c.ID, rules.Stale("storage node", c.ID, c.Version), rules.NodeNotFound(c.ID))

@@ -11,12 +11,14 @@ import (
 )
 
 // nodeColumns are the columns a node is written to, and selectNodeColumns
-// the same read back, with a NULL disk_id (unknown) as "".
+// the same read back, with a NULL disk_id (unknown) or zone as "" and a NULL
+// weight as 0.
 const (
 	nodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
-	consecutive_failures, consecutive_successes, disk_id, version`
+	consecutive_failures, consecutive_successes, disk_id, zone, weight, zone_override, weight_override, version`
 	selectNodeColumns = `node_id, host, port, status, registered_at, last_check_at, last_healthy_at,
-	consecutive_failures, consecutive_successes, COALESCE(disk_id, ''), version`
+	consecutive_failures, consecutive_successes, COALESCE(disk_id, ''), COALESCE(zone, ''), COALESCE(weight, 0),
+	zone_override, weight_override, version`
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -26,9 +28,17 @@ func scanNode(row scanner) (meta.Node, error) {
 	var status string
 	var registered int64
 	var lastCheck, lastHealthy sql.NullInt64
+	var zoneOverride sql.NullString
+	var weightOverride sql.NullFloat64
 	if err := row.Scan(&n.ID, &n.Host, &n.Port, &status, &registered, &lastCheck, &lastHealthy,
-		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.DiskID, &n.Version); err != nil {
+		&n.ConsecutiveFailures, &n.ConsecutiveSuccesses, &n.DiskID, &n.Zone, &n.Weight, &zoneOverride, &weightOverride, &n.Version); err != nil {
 		return meta.Node{}, err
+	}
+	if zoneOverride.Valid {
+		n.ZoneOverride = &zoneOverride.String
+	}
+	if weightOverride.Valid {
+		n.WeightOverride = &weightOverride.Float64
 	}
 	n.Status = meta.NodeStatus(status)
 	n.RegisteredAt = fromMicros(registered)
@@ -49,9 +59,9 @@ func (s *Store) CreateNode(ctx context.Context, n *meta.Node) error {
 	c.Version = 1
 	err := s.writeTx(ctx, "create node "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO storage_nodes (`+nodeColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, 0.0), ?, ?, ?)`,
 			c.ID, c.Host, c.Port, string(c.Status), micros(c.RegisteredAt), microsPtr(c.LastCheckAt), microsPtr(c.LastHealthyAt),
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Zone, c.Weight, c.ZoneOverride, c.WeightOverride, c.Version)
 		return err
 	})
 	if err != nil {
@@ -108,11 +118,12 @@ func (s *Store) UpdateNode(ctx context.Context, n *meta.Node) error {
 	err := s.writeTx(ctx, "update node "+c.ID, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE storage_nodes
 			SET host = ?, port = ?, status = ?, registered_at = ?, last_check_at = ?, last_healthy_at = ?,
-				consecutive_failures = ?, consecutive_successes = ?, disk_id = NULLIF(?, ''), version = version + 1
+				consecutive_failures = ?, consecutive_successes = ?, disk_id = NULLIF(?, ''), zone = NULLIF(?, ''), weight = NULLIF(?, 0.0),
+				zone_override = ?, weight_override = ?, version = version + 1
 			WHERE node_id = ? AND version = ?
 			RETURNING version`,
 			c.Host, c.Port, string(c.Status), micros(c.RegisteredAt), microsPtr(c.LastCheckAt), microsPtr(c.LastHealthyAt),
-			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.ID, c.Version).Scan(&c.Version)
+			c.ConsecutiveFailures, c.ConsecutiveSuccesses, c.DiskID, c.Zone, c.Weight, c.ZoneOverride, c.WeightOverride, c.ID, c.Version).Scan(&c.Version)
 		if errors.Is(err, sql.ErrNoRows) {
 			return staleOrMissing(ctx, tx, `SELECT EXISTS (SELECT 1 FROM storage_nodes WHERE node_id = ?)`,
 				c.ID, rules.Stale("storage node", c.ID, c.Version), rules.NodeNotFound(c.ID))

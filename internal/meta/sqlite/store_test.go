@@ -124,6 +124,10 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 		`DROP TABLE coordinator_state`,
 		`DROP TABLE rebalance_epochs`,
 		`ALTER TABLE storage_nodes DROP COLUMN disk_id`,
+		`ALTER TABLE storage_nodes DROP COLUMN weight_override`,
+		`ALTER TABLE storage_nodes DROP COLUMN zone_override`,
+		`ALTER TABLE storage_nodes DROP COLUMN weight`,
+		`ALTER TABLE storage_nodes DROP COLUMN zone`,
 		`UPDATE schema_migrations SET version = 1`,
 	} {
 		_, err := s.write.Exec(q)
@@ -149,6 +153,8 @@ func TestUpgradeFromTheFirstSchema(t *testing.T) {
 	n1, err := s.GetNode(ctx, "node-1")
 	require.NoError(t, err)
 	require.Empty(t, n1.DiskID, "a node from before identities has none")
+	require.Empty(t, n1.PlacementZone(), "a node from before zones has none")
+	require.Equal(t, 1.0, n1.PlacementWeight(), "and weight 1")
 	e, err := s.Epochs(ctx)
 	require.NoError(t, err)
 	require.Equal(t, meta.Epochs{}, e, "the epochs start at 0, 0")

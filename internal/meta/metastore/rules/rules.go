@@ -123,9 +123,18 @@ func CheckNode(n *meta.Node) error {
 		return errs.E(errs.Invalid, "storage node %s: unknown status %q", n.ID, n.Status)
 	case n.ConsecutiveFailures < 0 || n.ConsecutiveSuccesses < 0:
 		return errs.E(errs.Invalid, "storage node %s: negative probe counter", n.ID)
+	case len(n.Zone) > MaxZoneBytes || (n.ZoneOverride != nil && len(*n.ZoneOverride) > MaxZoneBytes):
+		return errs.E(errs.Invalid, "storage node %s: zone longer than %d bytes", n.ID, MaxZoneBytes)
+	case !(n.Weight >= 0) || math.IsInf(n.Weight, 0):
+		return errs.E(errs.Invalid, "storage node %s: weight %v is not a decimal >= 0", n.ID, n.Weight)
+	case n.WeightOverride != nil && (!(*n.WeightOverride > 0) || math.IsInf(*n.WeightOverride, 0)):
+		return errs.E(errs.Invalid, "storage node %s: weight override %v is not a decimal > 0", n.ID, *n.WeightOverride)
 	}
 	return nil
 }
+
+// MaxZoneBytes bounds a zone name.
+const MaxZoneBytes = 255
 
 // NormalizeNode brings n's timestamps to store precision.
 func NormalizeNode(n *meta.Node) {
