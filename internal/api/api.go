@@ -49,6 +49,7 @@ type Members interface {
 	Nodes(ctx context.Context) ([]meta.Node, error)
 	Deregister(ctx context.Context, id string) (meta.Node, error)
 	Rejoin(ctx context.Context, id string) (meta.Node, error)
+	SetPlacement(ctx context.Context, id string, e membership.PlacementEdit) (meta.Node, error)
 	Sweep(ctx context.Context) ([]membership.NodeHealth, error)
 }
 
@@ -160,6 +161,7 @@ func New(o Options) http.Handler {
 		r.Get("/nodes/{nodeId}", s.getNode)
 		r.Delete("/nodes/{nodeId}", s.deregister)
 		r.Post("/nodes/{nodeId}/rejoin", s.rejoin)
+		r.Put("/nodes/{nodeId}/placement", s.setPlacement)
 		r.With(s.requireToken).Post("/nodes/{nodeId}/corrupt", s.reportCorrupt)
 
 		r.Get("/health", s.clusterHealth)

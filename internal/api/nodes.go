@@ -61,14 +61,63 @@ func (s *server) withDrains(out []apiwire.Node) {
 	}
 }
 
-func toNodeJSON(n meta.Node, shares map[string]float64) apiwire.Node {
-	return apiwire.Node{
+// ringView is a ring snapshot with its shares worked out once, for answers
+// that show many nodes.
+type ringView struct {
+	rg     *ring.Ring
+	shares map[string]float64
+}
+
+func viewOf(rg *ring.Ring) ringView { return ringView{rg, rg.Shares()} }
+
+func toNodeJSON(n meta.Node, v ringView) apiwire.Node {
+	out := apiwire.Node{
 		NodeID: n.ID, Host: n.Host, Port: n.Port, Status: apiwire.NodeStatus(n.Status), OnRing: n.OnRing(),
-		KeyspaceSharePercent: round2(shares[n.ID]), RegisteredAt: n.RegisteredAt,
+		KeyspaceSharePercent: round2(v.shares[n.ID]), RegisteredAt: n.RegisteredAt,
 		LastCheckAt: n.LastCheckAt, LastHealthyAt: n.LastHealthyAt,
 		ConsecutiveFailures: n.ConsecutiveFailures, ConsecutiveSuccesses: n.ConsecutiveSuccesses,
 		DiskID: n.DiskID,
+		Zone:   n.PlacementZone(), Weight: n.PlacementWeight(), Points: v.rg.PointsOf(n.ID),
+		ReportedZone: n.Zone, ReportedWeight: cmp.Or(n.Weight, 1),
 	}
+	if n.ZoneOverride != nil {
+		out.Overridden = append(out.Overridden, "zone")
+	}
+	if n.WeightOverride != nil {
+		out.Overridden = append(out.Overridden, "weight")
+	}
+	return out
+}
+
+// setPlacement applies an operator's zone and weight for a node.
+func (s *server) setPlacement(w http.ResponseWriter, r *http.Request) {
+	var req apiwire.PlacementRequest
+	if err := decodeJSON(r, &req); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	e := membership.PlacementEdit{Zone: req.Zone, Weight: req.Weight}
+	for _, f := range req.Reset {
+		switch f {
+		case "zone":
+			e.ResetZone = true
+		case "weight":
+			e.ResetWeight = true
+		default:
+			httpx.WriteError(w, r, errs.E(errs.Invalid, "reset names %q: want zone or weight", f))
+			return
+		}
+	}
+	if e == (membership.PlacementEdit{}) {
+		httpx.WriteError(w, r, errs.E(errs.Invalid, "give a zone, a weight or reset"))
+		return
+	}
+	n, err := s.Members.SetPlacement(r.Context(), chi.URLParam(r, "nodeId"), e)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, viewOf(s.Members.Ring())))
 }
 
 func round2(v float64) float64 {
@@ -81,12 +130,13 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	n, err := s.Members.Register(r.Context(), membership.Announcement{NodeID: req.NodeID, Host: req.Host, Port: req.Port, DiskID: req.DiskID})
+	n, err := s.Members.Register(r.Context(), membership.Announcement{NodeID: req.NodeID, Host: req.Host, Port: req.Port, DiskID: req.DiskID,
+		Zone: req.Zone, Weight: req.Weight})
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, s.Members.Ring().Shares()))
+	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, viewOf(s.Members.Ring())))
 }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
@@ -95,10 +145,10 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	shares := s.Members.Ring().Shares()
+	v := viewOf(s.Members.Ring())
 	out := make([]apiwire.Node, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, toNodeJSON(n, shares))
+		out = append(out, toNodeJSON(n, v))
 	}
 	s.withStorage(r.Context(), out)
 	s.withDrains(out)
@@ -111,7 +161,7 @@ func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	out := []apiwire.Node{toNodeJSON(n, s.Members.Ring().Shares())}
+	out := []apiwire.Node{toNodeJSON(n, viewOf(s.Members.Ring()))}
 	s.withStorage(r.Context(), out)
 	s.withDrains(out)
 	httpx.WriteJSON(w, http.StatusOK, out[0])
@@ -119,11 +169,30 @@ func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
 
 func ringInfo(rg *ring.Ring) apiwire.RingInfo {
 	out := apiwire.RingInfo{PhysicalNodes: len(rg.Nodes()), VirtualNodesPerNode: rg.VNodes(), TotalRingPositions: rg.Len(), Nodes: []apiwire.RingShare{}}
+	zones := map[string]*apiwire.ZoneShare{}
 	for id, share := range rg.Shares() {
-		out.Nodes = append(out.Nodes, apiwire.RingShare{NodeID: id, KeyspaceSharePercent: round2(share)})
+		m, _ := rg.Member(id)
+		out.Nodes = append(out.Nodes, apiwire.RingShare{NodeID: id, KeyspaceSharePercent: round2(share), Zone: m.Zone, Weight: m.Weight, Points: rg.PointsOf(id)})
+		if m.Zone == "" {
+			continue
+		}
+		z := zones[m.Zone]
+		if z == nil {
+			z = &apiwire.ZoneShare{Zone: m.Zone}
+			zones[m.Zone] = z
+		}
+		z.KeyspaceSharePercent += share
+		z.Nodes++
 	}
 	slices.SortFunc(out.Nodes, func(a, b apiwire.RingShare) int {
 		return cmp.Or(cmp.Compare(b.KeyspaceSharePercent, a.KeyspaceSharePercent), cmp.Compare(a.NodeID, b.NodeID))
+	})
+	for _, z := range zones {
+		z.KeyspaceSharePercent = round2(z.KeyspaceSharePercent)
+		out.Zones = append(out.Zones, *z)
+	}
+	slices.SortFunc(out.Zones, func(a, b apiwire.ZoneShare) int {
+		return cmp.Or(cmp.Compare(b.KeyspaceSharePercent, a.KeyspaceSharePercent), cmp.Compare(a.Zone, b.Zone))
 	})
 	return out
 }
@@ -213,7 +282,7 @@ func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, status, apiwire.DeregisterResult{Node: toNodeJSON(n, s.Members.Ring().Shares()), Drain: rep})
+	httpx.WriteJSON(w, status, apiwire.DeregisterResult{Node: toNodeJSON(n, viewOf(s.Members.Ring())), Drain: rep})
 }
 
 func (s *server) rejoin(w http.ResponseWriter, r *http.Request) {
@@ -222,7 +291,7 @@ func (s *server) rejoin(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, s.Members.Ring().Shares()))
+	httpx.WriteJSON(w, http.StatusOK, toNodeJSON(n, viewOf(s.Members.Ring())))
 }
 
 func (s *server) clusterHealth(w http.ResponseWriter, r *http.Request) {

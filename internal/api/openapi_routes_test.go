@@ -159,13 +159,13 @@ type fakeMembers struct {
 }
 
 func (f fakeMembers) Ring() *ring.Ring {
-	var ids []string
+	var ms []ring.Member
 	for _, n := range f.nodes {
 		if n.OnRing() {
-			ids = append(ids, n.ID)
+			ms = append(ms, ring.Member{Node: n.ID, Zone: n.PlacementZone(), Weight: n.PlacementWeight()})
 		}
 	}
-	return ring.New(100, ids...)
+	return ring.New(100).WithMembers(ms...)
 }
 
 func (f fakeMembers) Nodes(context.Context) ([]meta.Node, error) { return f.nodes, nil }

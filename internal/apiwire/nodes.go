@@ -37,6 +37,16 @@ type Node struct {
 	// DiskID is the identity of the node's data directory; empty while
 	// unknown.
 	DiskID string `json:"diskId,omitempty"`
+	// Zone and Weight are what placement uses: an operator's override when
+	// one is set (Overridden names which), else what the node reports
+	// (ReportedZone, ReportedWeight). Zone is absent for a node of no zone.
+	// Points is its number of ring points, 0 while it is off the ring.
+	Zone           string   `json:"zone,omitempty"`
+	Weight         float64  `json:"weight"`
+	Points         int      `json:"points"`
+	ReportedZone   string   `json:"reportedZone,omitempty"`
+	ReportedWeight float64  `json:"reportedWeight"`
+	Overridden     []string `json:"overridden,omitempty"`
 	// Drain is the node's drain while the answering coordinator runs it;
 	// nil otherwise.
 	Drain *ops.Operation `json:"drain,omitempty"`
@@ -49,6 +59,20 @@ type RegisterRequest struct {
 	Port   int    `json:"port"`
 	// DiskID is the identity of the node's data directory; optional.
 	DiskID string `json:"diskId,omitempty"`
+	// Zone and Weight are the node's failure domain and relative size;
+	// optional (no zone, weight 1).
+	Zone   string  `json:"zone,omitempty"`
+	Weight float64 `json:"weight,omitempty"`
+}
+
+// PlacementRequest is the body of PUT /api/nodes/{id}/placement: an
+// operator's zone and weight for a node, which win over what the node
+// reports until reset. Zone "" is an override to no zone; Reset lists
+// "zone" and/or "weight" to drop an override.
+type PlacementRequest struct {
+	Zone   *string  `json:"zone,omitempty"`
+	Weight *float64 `json:"weight,omitempty"`
+	Reset  []string `json:"reset,omitempty"`
 }
 
 // DeregisterResult is the answer of DELETE /api/nodes/{id}.
@@ -64,6 +88,10 @@ type RingInfo struct {
 	VirtualNodesPerNode int         `json:"virtualNodesPerNode"`
 	TotalRingPositions  int         `json:"totalRingPositions"`
 	Nodes               []RingShare `json:"nodes"`
+	// Zones, present when some node has a zone, are the named zones,
+	// largest share first; a node of no zone is a zone of its own and is
+	// not listed here.
+	Zones []ZoneShare `json:"zones,omitempty"`
 	// Points, asked for with ?points=true, are the ring's virtual nodes in
 	// ring order; each owns the arc from the point before it (exclusive) to
 	// its own position (inclusive), the first one the arc wrapping past 0.
@@ -76,8 +104,19 @@ type RingPoint struct {
 	Position int64  `json:"position"`
 }
 
-// RingShare is one node's part of the keyspace, in percent.
+// RingShare is one node's part of the keyspace, in percent, with the zone
+// (absent: none) and weight that gave it its points.
 type RingShare struct {
 	NodeID               string  `json:"nodeId"`
 	KeyspaceSharePercent float64 `json:"keyspaceSharePercent"`
+	Zone                 string  `json:"zone,omitempty"`
+	Weight               float64 `json:"weight"`
+	Points               int     `json:"points"`
+}
+
+// ZoneShare is one zone's part of the keyspace: the sum of its nodes'.
+type ZoneShare struct {
+	Zone                 string  `json:"zone"`
+	KeyspaceSharePercent float64 `json:"keyspaceSharePercent"`
+	Nodes                int     `json:"nodes"`
 }

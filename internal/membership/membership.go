@@ -43,7 +43,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -111,6 +110,10 @@ const (
 	// back faster than the failure detector stays HEALTHY, an evicted one
 	// UNHEALTHY.
 	DiskReplaced EventKind = "DISK_REPLACED"
+	// PlacementChanged: the zone or weight of a node on the ring changed
+	// (reported by the node, or set by an operator), so some preference
+	// lists gained or lost it.
+	PlacementChanged EventKind = "PLACEMENT_CHANGED"
 )
 
 // Event reports one membership change after it is stored and the new ring is
@@ -298,10 +301,12 @@ func (r *Registry) Load(ctx context.Context) error {
 	}
 	book := make(map[string]entry, len(nodes))
 	healthy := make(map[string]bool, len(nodes))
+	var members []ring.Member
 	for _, n := range nodes {
 		book[n.ID] = entryOf(n)
 		if n.OnRing() {
 			healthy[n.ID] = true
+			members = append(members, memberOf(n))
 		}
 	}
 	if !maps.Equal(book, *r.book.Load()) {
@@ -314,7 +319,7 @@ func (r *Registry) Load(ctx context.Context) error {
 			gone = append(gone, id)
 		}
 	}
-	next := cur.Without(gone...).With(slices.Collect(maps.Keys(healthy))...)
+	next := cur.Without(gone...).WithMembers(members...)
 	if next != cur {
 		r.ring.Store(next)
 		r.log.Info("ring rebuilt from the metadata store",
@@ -329,13 +334,18 @@ func (r *Registry) publish(n meta.Node) *ring.Ring {
 	cur := r.ring.Load()
 	next := cur.Without(n.ID)
 	if n.OnRing() {
-		next = cur.With(n.ID)
+		next = cur.WithMembers(memberOf(n))
 	}
 	if next != cur {
 		r.ring.Store(next)
 	}
 	r.setAddr(n)
 	return next
+}
+
+// memberOf is the ring member a node on the ring stands for.
+func memberOf(n meta.Node) ring.Member {
+	return ring.Member{Node: n.ID, Zone: n.PlacementZone(), Weight: n.PlacementWeight()}
 }
 
 // entry is what the registry serves about a node without a store round trip.

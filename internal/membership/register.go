@@ -31,6 +31,11 @@ type Announcement struct {
 	// DiskID is the identity of the node's data directory; empty from a
 	// node older than identities, which leaves the stored one alone.
 	DiskID string
+	// Zone and Weight are the node's failure domain and relative size
+	// (STORAGE_ZONE, STORAGE_WEIGHT): "" is no zone, 0 is weight 1. A node
+	// older than zones reports neither, which reads as exactly that.
+	Zone   string
+	Weight float64
 }
 
 // Validate checks an announcement's fields and returns an errs.Invalid error
@@ -53,6 +58,37 @@ func (a Announcement) Validate() error {
 	}
 	if a.DiskID != "" && !diskIDPattern.MatchString(a.DiskID) {
 		return errs.E(errs.Invalid, "invalid disk id %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", a.DiskID)
+	}
+	if err := ValidZone(a.Zone); err != nil {
+		return err
+	}
+	if a.Weight != 0 {
+		return ValidWeight(a.Weight)
+	}
+	return nil
+}
+
+// MaxWeight bounds a node's weight, so that its points stay countable: a
+// weight of 1000 is 100,000 points at the default VIRTUAL_NODES.
+const MaxWeight = 1000
+
+// ValidZone checks a zone name: "" (none), or up to 255 bytes of printable
+// text without spaces, which appears in log lines, metrics labels and the
+// `dfs ring` syntax.
+func ValidZone(z string) error {
+	if len(z) > 255 {
+		return errs.E(errs.Invalid, "invalid zone: longer than 255 bytes")
+	}
+	if i := strings.IndexFunc(z, func(c rune) bool { return unicode.IsSpace(c) || !unicode.IsPrint(c) }); i >= 0 {
+		return errs.E(errs.Invalid, "invalid zone %q: no spaces or control characters", z)
+	}
+	return nil
+}
+
+// ValidWeight checks a weight: a decimal > 0 and at most MaxWeight.
+func ValidWeight(w float64) error {
+	if !(w > 0) || w > MaxWeight {
+		return errs.E(errs.Invalid, "invalid weight %v: must be a decimal > 0 and at most %d", w, MaxWeight)
 	}
 	return nil
 }
@@ -103,13 +139,14 @@ func (r *Registry) Register(ctx context.Context, a Announcement) (meta.Node, err
 // create records a new node. It is not on the ring, so no rebalance follows
 // and the membership epoch is left alone.
 func (r *Registry) create(ctx context.Context, a Announcement) (meta.Node, error) {
-	n := meta.Node{ID: a.NodeID, Host: a.Host, Port: a.Port, Status: meta.NodeUnhealthy, RegisteredAt: r.now(), DiskID: a.DiskID}
+	n := meta.Node{ID: a.NodeID, Host: a.Host, Port: a.Port, Status: meta.NodeUnhealthy, RegisteredAt: r.now(), DiskID: a.DiskID,
+		Zone: a.Zone, Weight: a.Weight}
 	if err := r.store.CreateNode(ctx, &n); err != nil {
 		return meta.Node{}, err
 	}
 	r.setAddr(n)
 	r.log.Info(fmt.Sprintf("node %s registered at %s, joins the ring after %d successful probe(s)", n.ID, address(n.Host, n.Port), r.okThresh),
-		"node", n.ID, "address", address(n.Host, n.Port), "disk_id", n.DiskID)
+		"node", n.ID, "address", address(n.Host, n.Port), "disk_id", n.DiskID, "zone", n.PlacementZone(), "weight", n.PlacementWeight())
 	r.probeSoon(n.ID)
 	return n, nil
 }
@@ -125,18 +162,22 @@ func (r *Registry) reannounce(ctx context.Context, n meta.Node, a Announcement) 
 		}
 		return n, nil
 	}
-	if n.Host == a.Host && n.Port == a.Port && compareDisk(n.DiskID, a.DiskID) == sameDisk {
+	if n.Host == a.Host && n.Port == a.Port && compareDisk(n.DiskID, a.DiskID) == sameDisk && n.Zone == a.Zone && n.Weight == a.Weight {
 		return n, nil // a heartbeat
 	}
 	old := address(n.Host, n.Port)
-	var moved bool
+	var moved, reshaped bool
 	var disk diskChange
 	var previous string
+	var before meta.Node
 	n, changed, epoch, err := r.update(ctx, n.ID, func(n *meta.Node) (edit, error) {
-		moved, disk, previous = false, compareDisk(n.DiskID, a.DiskID), n.DiskID
+		moved, reshaped, disk, previous, before = false, false, compareDisk(n.DiskID, a.DiskID), n.DiskID, *n
 		if n.Status == meta.NodeDeregistered {
 			return keep, nil
 		}
+		reported := n.Zone != a.Zone || n.Weight != a.Weight
+		n.Zone, n.Weight = a.Zone, a.Weight
+		reshaped = n.OnRing() && placementChanged(before, *n)
 		if n.Host != a.Host || n.Port != a.Port {
 			if n.Status == meta.NodeHealthy {
 				return keep, errs.E(errs.Conflict, "%s is registered at %s and healthy", n.ID, address(n.Host, n.Port))
@@ -151,9 +192,11 @@ func (r *Registry) reannounce(ctx context.Context, n meta.Node, a Announcement) 
 			return writeLostDisk, nil
 		case firstDisk:
 			n.DiskID = a.DiskID
-			return write, nil
 		}
-		if moved {
+		switch {
+		case reshaped:
+			return writeRebalance, nil
+		case moved || reported || disk == firstDisk:
 			return write, nil
 		}
 		return keep, nil
@@ -175,8 +218,107 @@ func (r *Registry) reannounce(ctx context.Context, n meta.Node, a Announcement) 
 		r.log.Info(fmt.Sprintf("node %s reports disk identity %s", n.ID, n.DiskID), "node", n.ID, "disk_id", n.DiskID)
 	case newDisk:
 		r.diskReplaced(n, previous, epoch)
+		return n, nil
+	}
+	if reshaped {
+		r.reshaped(n, before, "the node reports", epoch)
 	}
 	return n, nil
+}
+
+// placementChanged reports whether the zone or weight placement uses differs
+// between two versions of a node.
+func placementChanged(a, b meta.Node) bool {
+	return a.PlacementZone() != b.PlacementZone() || a.PlacementWeight() != b.PlacementWeight()
+}
+
+// reshaped publishes the ring of a node on it whose zone or weight changed
+// and reports it. Callers hold mu.
+func (r *Registry) reshaped(n, before meta.Node, by string, epoch int64) {
+	rg := r.publish(n)
+	r.log.Info(fmt.Sprintf("node %s now in zone %q with weight %v (%s; was zone %q, weight %v): keys move to follow",
+		n.ID, n.PlacementZone(), n.PlacementWeight(), by, before.PlacementZone(), before.PlacementWeight()),
+		"node", n.ID, "zone", n.PlacementZone(), "weight", n.PlacementWeight(), "points", rg.PointsOf(n.ID))
+	r.emit(PlacementChanged, n, rg, epoch)
+}
+
+// PlacementEdit is an operator's change of a node's zone and weight. Zone
+// and Weight, when set, become overrides that win over what the node
+// reports (Zone "" meaning no zone); ResetZone and ResetWeight drop the
+// override and return to what the node reports.
+type PlacementEdit struct {
+	Zone                   *string
+	Weight                 *float64
+	ResetZone, ResetWeight bool
+}
+
+// SetPlacement applies an operator's PlacementEdit to a node. A change of
+// the zone or weight of a node on the ring is a membership change: the ring
+// is re-published and a PlacementChanged event starts the rebalance that
+// moves only what must move. Setting what is already set changes nothing.
+func (r *Registry) SetPlacement(ctx context.Context, id string, e PlacementEdit) (meta.Node, error) {
+	if e.Zone != nil {
+		if err := ValidZone(*e.Zone); err != nil {
+			return meta.Node{}, err
+		}
+	}
+	if e.Weight != nil {
+		if err := ValidWeight(*e.Weight); err != nil {
+			return meta.Node{}, err
+		}
+	}
+	if (e.Zone != nil && e.ResetZone) || (e.Weight != nil && e.ResetWeight) {
+		return meta.Node{}, errs.E(errs.Invalid, "set or reset a zone or weight, not both")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var before meta.Node
+	var reshaped bool
+	n, changed, epoch, err := r.update(ctx, id, func(n *meta.Node) (edit, error) {
+		before = *n
+		switch {
+		case e.Zone != nil:
+			z := *e.Zone
+			n.ZoneOverride = &z
+		case e.ResetZone:
+			n.ZoneOverride = nil
+		}
+		switch {
+		case e.Weight != nil:
+			w := *e.Weight
+			n.WeightOverride = &w
+		case e.ResetWeight:
+			n.WeightOverride = nil
+		}
+		if samePtr(before.ZoneOverride, n.ZoneOverride) && samePtr(before.WeightOverride, n.WeightOverride) {
+			return keep, nil
+		}
+		if reshaped = n.OnRing() && placementChanged(before, *n); reshaped {
+			return writeRebalance, nil
+		}
+		return write, nil
+	})
+	if err != nil {
+		return meta.Node{}, notFound(id, err)
+	}
+	if !changed {
+		return n, nil
+	}
+	if reshaped {
+		r.reshaped(n, before, "an operator set it", epoch)
+	} else {
+		r.setAddr(n)
+		r.log.Info(fmt.Sprintf("node %s: zone %q, weight %v from now on (an operator set it)", n.ID, n.PlacementZone(), n.PlacementWeight()),
+			"node", n.ID, "zone", n.PlacementZone(), "weight", n.PlacementWeight())
+	}
+	return n, nil
+}
+
+func samePtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
 }
 
 // Deregister takes a node off the ring at once and marks it DEREGISTERED,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dfs-project/dfs/internal/blob"
 	"github.com/dfs-project/dfs/internal/debugserver"
@@ -45,6 +46,17 @@ type Config struct {
 	// ClusterToken, when set, is the bearer token every /internal call must
 	// carry and that registration sends (CLUSTER_TOKEN; default unset).
 	ClusterToken string
+	// Zone is the node's failure domain: a rack, a room, an availability
+	// zone (STORAGE_ZONE; default "", none: the node is a zone of its own).
+	// The coordinator keeps the copies of a file in distinct zones where the
+	// ring has enough of them.
+	Zone string
+	// Weight is the node's size relative to the others (STORAGE_WEIGHT; a
+	// decimal > 0, default 1): a node of weight 2 holds about twice the
+	// share. WeightAuto (STORAGE_WEIGHT=auto) works it out at start from
+	// the data directory's capacity (see AutoWeight).
+	Weight     float64
+	WeightAuto bool
 	// CapacityBytes bounds the bytes of blobs stored; writes beyond it answer
 	// 507 as if the disk were full (STORAGE_CAPACITY_BYTES; default 0,
 	// unlimited).
@@ -129,6 +141,16 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.RegistrationInterval = l.Duration("REGISTRATION_INTERVAL", DefaultRegistrationInterval)
 	c.ClusterToken = l.String("CLUSTER_TOKEN", "")
 	c.CapacityBytes = l.Size("STORAGE_CAPACITY_BYTES", 0)
+	c.Zone = l.String("STORAGE_ZONE", "")
+	c.Weight = 1
+	var weightErr error
+	if w := strings.TrimSpace(l.String("STORAGE_WEIGHT", "1")); strings.EqualFold(w, "auto") {
+		c.WeightAuto = true
+	} else if f, err := strconv.ParseFloat(w, 64); err == nil {
+		c.Weight = f
+	} else {
+		weightErr = fmt.Errorf("STORAGE_WEIGHT=%q: not a decimal such as 1 or 2.5, nor auto", w)
+	}
 	c.SyncMode = blob.SyncMode(l.OneOf("STORAGE_SYNC_MODE", string(blob.DefaultSyncMode()), string(blob.SyncBatch), string(blob.SyncFile)))
 	c.SyncBatchMax = l.Size("STORAGE_SYNC_BATCH_MAX", blob.DefaultBatchSyncMax)
 	c.Layout = blob.Layout(l.OneOf("STORAGE_LAYOUT", "", string(blob.LayoutFiles), string(blob.LayoutVolumes)))
@@ -142,10 +164,23 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	c.LogFormat = l.OneOf("LOG_FORMAT", "text", "text", "json")
 	c.PprofAddr = l.String("PPROF_ADDR", "")
 	c.ShutdownTimeout = DefaultShutdownTimeout
-	if thresholdErr != nil {
-		return c, errors.Join(l.Err(), thresholdErr, c.Validate())
-	}
-	return c, errors.Join(l.Err(), c.Validate())
+	return c, errors.Join(l.Err(), thresholdErr, weightErr, c.Validate())
+}
+
+// MaxWeight is the largest STORAGE_WEIGHT the coordinator accepts.
+const MaxWeight = 1000
+
+// AutoWeightFloor is the least weight STORAGE_WEIGHT=auto gives, so a small
+// test disk still takes a share.
+const AutoWeightFloor = 0.1
+
+// AutoWeight is the weight STORAGE_WEIGHT=auto gives a node that can hold
+// capacity bytes: 1 per TiB, rounded to hundredths (so that a device's size
+// reading the same each start gives the same weight, and moves no data),
+// at least AutoWeightFloor and at most MaxWeight.
+func AutoWeight(capacity int64) float64 {
+	w := math.Round(float64(capacity)/(1<<40)*100) / 100
+	return min(max(w, AutoWeightFloor), MaxWeight)
 }
 
 // parseShare reads a share written as a percentage ("30%") or a fraction
@@ -199,6 +234,12 @@ func (c Config) Validate() error {
 	}
 	if c.CapacityBytes < 0 {
 		bad("STORAGE_CAPACITY_BYTES", fmt.Sprint(c.CapacityBytes), "must not be negative")
+	}
+	if len(c.Zone) > 255 || strings.IndexFunc(c.Zone, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
+		bad("STORAGE_ZONE", c.Zone, "must be at most 255 bytes without spaces or control characters")
+	}
+	if !c.WeightAuto && !(c.Weight > 0 && c.Weight <= MaxWeight) {
+		bad("STORAGE_WEIGHT", fmt.Sprint(c.Weight), fmt.Sprintf("must be a decimal > 0 and at most %d, or auto", MaxWeight))
 	}
 	if err := debugserver.ValidateAddr(c.PprofAddr); err != nil {
 		bad("PPROF_ADDR", c.PprofAddr, err.Error())

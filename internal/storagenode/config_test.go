@@ -37,6 +37,7 @@ func TestConfigDefaults(t *testing.T) {
 		ScrubBandwidth:       32 << 20,
 		LogLevel:             "info",
 		LogFormat:            "text",
+		Weight:               1,
 		ShutdownTimeout:      10 * time.Second,
 	}, cfg)
 }
@@ -64,6 +65,8 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"LOG_LEVEL":                 "DEBUG",
 		"LOG_FORMAT":                "json",
 		"PPROF_ADDR":                "127.0.0.1:6061",
+		"STORAGE_ZONE":              "eu-west-1a",
+		"STORAGE_WEIGHT":            "2.5",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, storagenode.Config{
@@ -88,8 +91,13 @@ func TestConfigFromEnvironment(t *testing.T) {
 		LogLevel:             "debug",
 		LogFormat:            "json",
 		PprofAddr:            "127.0.0.1:6061",
+		Zone:                 "eu-west-1a",
+		Weight:               2.5,
 		ShutdownTimeout:      10 * time.Second,
 	}, cfg)
+	auto, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{"STORAGE_WEIGHT": "Auto"}))
+	require.NoError(t, err)
+	require.True(t, auto.WeightAuto)
 }
 
 func TestConfigDerivedDefaults(t *testing.T) {
@@ -145,6 +153,13 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"SCRUB_BANDWIDTH", "fast"},
 		{"SCRUB_BANDWIDTH", "0"},
 		{"SCRUB_BANDWIDTH", "1KiB"},
+		{"STORAGE_ZONE", "rack a"},
+		{"STORAGE_ZONE", strings.Repeat("z", 256)},
+		{"STORAGE_WEIGHT", "0"},
+		{"STORAGE_WEIGHT", "-1"},
+		{"STORAGE_WEIGHT", "1001"},
+		{"STORAGE_WEIGHT", "heavy"},
+		{"STORAGE_WEIGHT", "NaN"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			_, err := storagenode.LoadConfig(envconf.FromMap(map[string]string{tc.name: tc.value}))

@@ -38,7 +38,8 @@ type registrar struct {
 }
 
 func newRegistrar(cfg Config, diskID string, log *slog.Logger, outcomes *prometheus.CounterVec) *registrar {
-	body, _ := json.Marshal(wire.Registration{NodeID: cfg.NodeID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, DiskID: diskID}) // cannot fail: strings and an int
+	body, _ := json.Marshal(wire.Registration{NodeID: cfg.NodeID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, DiskID: diskID,
+		Zone: cfg.Zone, Weight: cfg.Weight}) // cannot fail: strings and numbers
 	return &registrar{
 		url:      strings.TrimRight(cfg.CoordinatorURL, "/") + wire.PathRegister,
 		body:     body,

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/storagenode"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -80,8 +81,40 @@ func TestRegistrationBodyAndToken(t *testing.T) {
 		"the node registers at start")
 	reg, auth := c.last()
 	require.NotEmpty(t, n.DiskID)
-	require.Equal(t, wire.Registration{NodeID: "node-5", Host: "storage-node-5.internal", Port: 19005, DiskID: n.DiskID}, reg)
+	require.Equal(t, wire.Registration{NodeID: "node-5", Host: "storage-node-5.internal", Port: 19005, DiskID: n.DiskID, Weight: 1}, reg)
 	require.Equal(t, "Bearer tok", auth)
+}
+
+func TestRegistrationCarriesZoneAndWeight(t *testing.T) {
+	c := newCoordinator(t)
+	startNode(t, map[string]string{"COORDINATOR_URL": c.srv.URL, "STORAGE_ZONE": "rack-b", "STORAGE_WEIGHT": "2.5"})
+	require.Eventually(t, func() bool { return c.count() >= 1 }, 10*time.Second, 5*time.Millisecond)
+	reg, _ := c.last()
+	require.Equal(t, "rack-b", reg.Zone)
+	require.Equal(t, 2.5, reg.Weight)
+}
+
+func TestAutoWeightFollowsCapacity(t *testing.T) {
+	c := newCoordinator(t)
+	startNode(t, map[string]string{"COORDINATOR_URL": c.srv.URL, "STORAGE_WEIGHT": "auto", "STORAGE_CAPACITY_BYTES": "3TiB"})
+	require.Eventually(t, func() bool { return c.count() >= 1 }, 10*time.Second, 5*time.Millisecond)
+	reg, _ := c.last()
+	require.Equal(t, 3.0, reg.Weight, "1 per TiB of STORAGE_CAPACITY_BYTES")
+
+	for _, tc := range []struct {
+		capacity int64
+		want     float64
+	}{
+		{0, storagenode.AutoWeightFloor},
+		{1 << 30, storagenode.AutoWeightFloor}, // 1 GiB: below the floor
+		{1 << 40, 1},
+		{4 << 40, 4},
+		{(1 << 40) + (1<<40)/2, 1.5},
+		{(1 << 40) + 1<<30, 1}, // 1.001 TiB rounds to 1: a size read a little differently each start moves nothing
+		{1 << 62, storagenode.MaxWeight},
+	} {
+		require.Equal(t, tc.want, storagenode.AutoWeight(tc.capacity), "capacity %d", tc.capacity)
+	}
 }
 
 func TestRegistrationRepeatsEveryInterval(t *testing.T) {

@@ -10,6 +10,7 @@ package storagenode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -136,6 +137,10 @@ func NewWithStore(cfg Config, store blob.Store, logger *slog.Logger, registry *p
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: logger.With("node_id", cfg.NodeID), store: store, metrics: m}
+	if cfg.WeightAuto {
+		cfg.Weight = s.autoWeight(store)
+		s.cfg = cfg
+	}
 	if cfg.CoordinatorURL != "" {
 		s.reg = newRegistrar(cfg, store.Identity(), s.log, m.registrations)
 	}
@@ -172,6 +177,26 @@ func (s *Server) routes(registry *prometheus.Registry) http.Handler {
 		r.Get(wire.PathScrub, s.scrubStatus)
 	})
 	return r
+}
+
+// autoWeight works out STORAGE_WEIGHT=auto: from STORAGE_CAPACITY_BYTES when
+// set, else from the size of the device under the data directory.
+func (s *Server) autoWeight(store blob.Store) float64 {
+	capacity, from := s.cfg.CapacityBytes, "STORAGE_CAPACITY_BYTES"
+	if capacity == 0 {
+		from = "the data directory's device"
+		if ur, ok := store.(blob.UsageReporter); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if u, err := ur.Usage(ctx); err == nil {
+				capacity = u.TotalBytes
+			}
+			cancel()
+		}
+	}
+	w := AutoWeight(capacity)
+	s.log.Info(fmt.Sprintf("STORAGE_WEIGHT=auto: weight %v from %d bytes of %s (1 per TiB, at least %v)", w, capacity, from, AutoWeightFloor),
+		"weight", w, "capacity_bytes", capacity)
+	return w
 }
 
 // DiskID is the identity of the store the node serves, which it reports in

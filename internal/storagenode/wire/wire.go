@@ -127,6 +127,10 @@ type Registration struct {
 	// another identity is a node whose disk was replaced: it holds none of
 	// the copies the coordinator placed on it.
 	DiskID string `json:"diskId"`
+	// Zone and Weight are STORAGE_ZONE and STORAGE_WEIGHT ("auto" already
+	// worked out): the node's failure domain and relative size.
+	Zone   string  `json:"zone,omitempty"`
+	Weight float64 `json:"weight,omitempty"`
 }
 
 // ScrubStatus is the answer of GET /internal/scrub: the scrubber's progress
