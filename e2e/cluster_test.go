@@ -71,7 +71,9 @@ type options struct {
 	nodes    int
 	coordEnv []string // after coordinatorDefaults, so they override them
 	nodeEnv  []string // after nodeDefaults, so they override them
-	token    string   // CLUSTER_TOKEN on both sides
+	// nodeEnvs are settings of single nodes, by name, after nodeEnv.
+	nodeEnvs map[string][]string
+	token    string // CLUSTER_TOKEN on both sides
 	// sweep makes the test drive the failure detector itself through
 	// POST /api/admin/health-check (set HEALTH_CHECK_INTERVAL high with it).
 	sweep bool
@@ -109,7 +111,7 @@ func startCluster(t *testing.T, o options) *cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	lc, err := localcluster.Start(ctx, localcluster.Options{
 		BinDir: binDir, DataDir: t.TempDir(), Nodes: o.nodes,
-		CoordinatorEnv: coordEnv, NodeEnv: nodeEnv,
+		CoordinatorEnv: coordEnv, NodeEnv: nodeEnv, NodeEnvs: o.nodeEnvs,
 		StopTimeout: 5 * time.Second,
 		// The cluster logs from its own goroutines, possibly after the test
 		// has ended; the process logs hold everything a failure needs.

@@ -77,6 +77,12 @@ type Options struct {
 	// override what the cluster itself sets: ports, node ids, data
 	// directories and COORDINATOR_URL.
 	CoordinatorEnv, NodeEnv []string
+	// NodeEnvs are extra KEY=VALUE settings of single storage nodes, by
+	// node name (node-1, …), after NodeEnv so that they win over it: what
+	// one node alone has, such as its STORAGE_ZONE or STORAGE_WEIGHT. A
+	// node AddNode adds later gets the settings of its name too. Like
+	// NodeEnv they cannot override what the cluster itself sets.
+	NodeEnvs map[string][]string
 	// InheritEnv starts every child from the parent's whole environment.
 	// Otherwise a child sees only PATH, HOME, TMPDIR, TZ and the Go runtime's
 	// variables (GODEBUG, GOMAXPROCS, GORACE, GOTRACEBACK, GOCOVERDIR), so
@@ -367,7 +373,7 @@ func (c *Cluster) addNodeLocked(i, port int) *process {
 		dataDir: dir,
 		logPath: c.logPath(name),
 		movable: c.opts.NodeBasePort == 0,
-		env: c.childEnv(c.opts.NodeEnv,
+		env: c.childEnv(append(append([]string(nil), c.opts.NodeEnv...), c.opts.NodeEnvs[name]...),
 			"SERVER_HOST="+c.opts.Host,
 			"SERVER_PORT="+strconv.Itoa(port),
 			"STORAGE_NODE_ID="+name,
