@@ -18,6 +18,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/client"
 	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/ring"
 )
 
 // zoneOfNode maps every node the coordinator knows to the zone placement
@@ -226,6 +227,149 @@ func TestZonesKeepCopiesApartAndSurviveAWholeZoneKilled(t *testing.T) {
 		return c.allZoneSpread(ids(acked))
 	})
 	for _, f := range acked {
+		c.mustRead(f)
+	}
+}
+
+func TestAWeightTwoNodeTakesTwiceTheShare(t *testing.T) {
+	t.Parallel()
+	// One copy per file, so that "files with a copy on a node" is that
+	// node's share of the keyspace. With the default three copies on four
+	// nodes every file lacks exactly one node, so a weight-2 node could hold
+	// at most 1.5× the others' mean and holds about 1.29× of it on this ring:
+	// a count that says little about its share.
+	const rf = 1
+	heavy := localcluster.NodeName(4)
+	c := startCluster(t, options{nodes: 3,
+		coordEnv: []string{fmt.Sprintf("REPLICATION_FACTOR=%d", rf)},
+		nodeEnvs: map[string][]string{heavy: {"STORAGE_WEIGHT=2"}}})
+	files := c.uploadMixed("weighted", 360, 1<<10, 4<<10, 4)
+
+	name, err := c.lc.AddNode(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, heavy, name)
+	c.waitOnRing(heavy)
+
+	r := c.ring()
+	var others []float64
+	var share float64
+	for _, n := range r.Nodes {
+		if n.NodeID == heavy {
+			require.Equal(t, 2.0, n.Weight, "%+v", n)
+			require.Equal(t, 2*r.VirtualNodesPerNode, n.Points, "%+v", n)
+			share = n.KeyspaceSharePercent
+			continue
+		}
+		require.Equal(t, 1.0, n.Weight, "%+v", n)
+		require.Equal(t, r.VirtualNodesPerNode, n.Points, "%+v", n)
+		others = append(others, n.KeyspaceSharePercent)
+	}
+	require.Len(t, others, 3, "%+v", r)
+	mean := (others[0] + others[1] + others[2]) / 3
+	require.GreaterOrEqual(t, share, 1.5*mean, "keyspace share of %s: %.2f%%, the others' mean %.2f%%", heavy, share, mean)
+	require.LessOrEqual(t, share, 2.5*mean, "keyspace share of %s: %.2f%%, the others' mean %.2f%%", heavy, share, mean)
+	require.Empty(t, r.Zones, "no node has a zone")
+
+	// The rebalance has settled once every file's copy is where the ring
+	// says.
+	ctx, cancel := callCtx()
+	nodes, err := c.api.Nodes(ctx)
+	cancel()
+	require.NoError(t, err)
+	members := make([]ring.Member, 0, len(nodes))
+	for _, n := range nodes {
+		members = append(members, ring.Member{Node: n.NodeID, Zone: n.Zone, Weight: n.Weight})
+	}
+	rg := ring.New(r.VirtualNodesPerNode).WithMembers(members...)
+	for _, n := range r.Nodes {
+		require.Equal(t, n.Points, rg.PointsOf(n.NodeID), "the ring worked out here differs from the coordinator's")
+	}
+	held := map[string]int{}
+	eventually(t, settleTimeout*2, "every file's copy where the weighted ring puts it", func() (bool, string) {
+		clear(held)
+		for _, f := range files {
+			md := c.metadata(f.res.FileID)
+			want := rg.Preference(f.res.FileID, rf)
+			slices.Sort(want)
+			got := activeCopies(md)
+			if md.Status != client.FileActive || !slices.Equal(want, got) {
+				return false, fmt.Sprintf("%s is %s on %v, its preference list is %v", f.res.FileID, md.Status, got, want)
+			}
+			for _, n := range got {
+				held[n]++
+			}
+		}
+		return true, ""
+	})
+
+	// Files are few, so the count is noisy: on this ring the heavy node owns
+	// about 40% of the keyspace and the others about 20% on average, so it
+	// should hold about 2× their mean. 1.3× is generous (a weight-1 node
+	// would hold 1×), and with 360 files it is about 3.8 standard deviations
+	// below what to expect.
+	otherMean := float64(len(files)-held[heavy]) / 3
+	t.Logf("files per node: %v (share of %s %.2f%%, others' mean %.2f%%)", held, heavy, share, mean)
+	require.GreaterOrEqual(t, float64(held[heavy]), 1.3*otherMean,
+		"%s holds %d files, the others %.1f on average: %v", heavy, held[heavy], otherMean, held)
+	for _, f := range files[:20] {
+		c.mustRead(f)
+	}
+}
+
+func TestAZonelessClusterMovesNothingOnRestart(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, options{nodes: 3})
+	files := c.uploadMixed("plain", 30, 4<<10, 32<<10, 4)
+	c.waitStatus(client.FileActive, ids(files)...)
+
+	placementOf := func() map[string][]string {
+		out := map[string][]string{}
+		for _, f := range files {
+			out[f.res.FileID] = activeCopies(c.metadata(f.res.FileID))
+		}
+		return out
+	}
+	writesOf := func() map[string]map[string]string {
+		out := map[string]map[string]string{}
+		for _, n := range c.lc.Nodes() {
+			out[n] = c.writes(n)
+		}
+		return out
+	}
+	ringPoints := func() client.RingInfo {
+		var r client.RingInfo
+		require.Equal(t, 200, c.getJSON("/api/nodes/ring?points=true", &r))
+		return r
+	}
+	beforePlacement, beforeWrites, beforeRing := placementOf(), writesOf(), ringPoints()
+	require.Empty(t, beforeRing.Zones)
+	require.Len(t, beforeRing.Points, 3*beforeRing.VirtualNodesPerNode)
+	for _, n := range beforeRing.Nodes {
+		require.Empty(t, n.Zone)
+		require.Equal(t, 1.0, n.Weight)
+	}
+
+	// The whole cluster restarts on the same data, still without zones.
+	require.NoError(t, c.lc.StopCoordinator())
+	for _, n := range c.lc.Nodes() {
+		require.NoError(t, c.lc.StopNode(n))
+	}
+	require.NoError(t, c.lc.StartCoordinator(context.Background()))
+	for _, n := range c.lc.Nodes() {
+		require.NoError(t, c.lc.StartNode(context.Background(), n))
+	}
+	c.waitOnRing(c.lc.Nodes()...)
+	// A few repair intervals (REPAIR_INTERVAL=1s), for the repair loop and
+	// the RECOVERED rebalances to do whatever they would do.
+	time.Sleep(4 * time.Second)
+	c.waitStatus(client.FileActive, ids(files)...)
+
+	afterRing := ringPoints()
+	require.Equal(t, beforeRing.Points, afterRing.Points, "the ring's points moved")
+	require.Equal(t, beforeRing.Nodes, afterRing.Nodes)
+	require.Equal(t, beforePlacement, placementOf(), "copies moved")
+	require.Equal(t, beforeWrites, writesOf(), "copies were written again")
+	for _, f := range files {
 		c.mustRead(f)
 	}
 }
