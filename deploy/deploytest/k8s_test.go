@@ -214,7 +214,9 @@ func TestK8sManifests(t *testing.T) {
 	slices.Sort(kinds)
 	require.Equal(t, []string{
 		"apps/v1 Deployment coordinator",
-		"apps/v1 StatefulSet storage-node",
+		"apps/v1 StatefulSet storage-node-zone-a",
+		"apps/v1 StatefulSet storage-node-zone-b",
+		"apps/v1 StatefulSet storage-node-zone-c",
 		"policy/v1 PodDisruptionBudget storage-node",
 		"v1 ConfigMap coordinator-config",
 		"v1 ConfigMap storage-node-config",
@@ -287,7 +289,7 @@ func k8sDaemons(t *testing.T, set k8sSet) map[string]k8sDaemon {
 	out := map[string]k8sDaemon{}
 	for _, w := range []struct{ kind, name, binary, pod string }{
 		{"Deployment", "coordinator", coordinatorBin, "coordinator-abc12-xyz34"},
-		{"StatefulSet", "storage-node", storageNodeBin, "storage-node-0"},
+		{"StatefulSet", "storage-node-zone-a", storageNodeBin, "storage-node-zone-a-0"},
 	} {
 		wl := decodeAs[k8sWorkload](t, set.get(t, w.kind, w.name))
 		require.Len(t, wl.Spec.Template.Spec.Containers, 1, w.name)
@@ -385,7 +387,56 @@ func TestK8sTopology(t *testing.T) {
 		"nodes register with the coordinator Service")
 
 	sts := node.workload.Spec
-	require.GreaterOrEqual(t, sts.Replicas, 3, "at least REPLICATION_FACTOR nodes")
+	// One StatefulSet per zone: together at least REPLICATION_FACTOR nodes in
+	// at least REPLICATION_FACTOR zones, each set's pods pinned to the zone
+	// its STORAGE_ZONE names, all behind the one headless Service.
+	coordCfg, err := coordinator.LoadConfig(envconf.FromMap(coord.env))
+	require.NoError(t, err)
+	var replicas int
+	zones := map[string]string{}
+	for _, z := range []string{"a", "b", "c"} {
+		name := "storage-node-zone-" + z
+		wl := decodeAs[k8sWorkload](t, set.get(t, "StatefulSet", name))
+		env := podEnv(t, set, name+"-0", wl.Spec.Template.Spec.Containers[0])
+		zone := env["STORAGE_ZONE"]
+		require.NotEmpty(t, zone, "%s sets STORAGE_ZONE", name)
+		require.NotContains(t, zones, zone, "%s and %s share a zone", name, zones[zone])
+		zones[zone] = name
+		require.Equal(t, sts.ServiceName, wl.Spec.ServiceName, name)
+		require.Equal(t, name+"-0."+sts.ServiceName+"."+ns+".svc.cluster.local", env["STORAGE_ADVERTISED_HOST"])
+		var aff struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Affinity struct {
+							NodeAffinity struct {
+								Required struct {
+									Terms []struct {
+										MatchExpressions []struct {
+											Key      string   `yaml:"key"`
+											Operator string   `yaml:"operator"`
+											Values   []string `yaml:"values"`
+										} `yaml:"matchExpressions"`
+									} `yaml:"nodeSelectorTerms"`
+								} `yaml:"requiredDuringSchedulingIgnoredDuringExecution"`
+							} `yaml:"nodeAffinity"`
+						} `yaml:"affinity"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		require.NoError(t, set.get(t, "StatefulSet", name).node.Decode(&aff))
+		terms := aff.Spec.Template.Spec.Affinity.NodeAffinity.Required.Terms
+		require.Len(t, terms, 1, name)
+		require.Len(t, terms[0].MatchExpressions, 1, name)
+		e := terms[0].MatchExpressions[0]
+		require.Equal(t, "topology.kubernetes.io/zone", e.Key, name)
+		require.Equal(t, "In", e.Operator, name)
+		require.Equal(t, []string{zone}, e.Values, "%s runs in the zone it reports", name)
+		replicas += wl.Spec.Replicas
+	}
+	require.GreaterOrEqual(t, replicas, coordCfg.ReplicationFactor, "at least REPLICATION_FACTOR nodes")
+	require.GreaterOrEqual(t, len(zones), coordCfg.ReplicationFactor, "at least REPLICATION_FACTOR zones")
 	headless := serviceFor(t, set, sts.ServiceName, node)
 	require.Equal(t, "None", headless.Spec.ClusterIP, "the StatefulSet's service is headless")
 	require.True(t, headless.Spec.PublishNotReadyAddresses, "a node's name resolves before it is ready and while it drains")
@@ -395,8 +446,8 @@ func TestK8sTopology(t *testing.T) {
 		idFromPod = idFromPod || (e.Name == "STORAGE_NODE_ID" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil)
 	}
 	require.True(t, idFromPod, "STORAGE_NODE_ID comes from the pod name")
-	require.Equal(t, "storage-node-0", node.env["STORAGE_NODE_ID"])
-	require.Equal(t, "storage-node-0."+sts.ServiceName+"."+ns+".svc.cluster.local", node.env["STORAGE_ADVERTISED_HOST"])
+	require.Equal(t, "storage-node-zone-a-0", node.env["STORAGE_NODE_ID"])
+	require.Equal(t, "storage-node-zone-a-0."+sts.ServiceName+"."+ns+".svc.cluster.local", node.env["STORAGE_ADVERTISED_HOST"])
 	require.Equal(t, node.env["SERVER_PORT"], node.env["STORAGE_ADVERTISED_PORT"])
 	require.Len(t, sts.VolumeClaimTemplates, 1)
 	require.NotEmpty(t, sts.VolumeClaimTemplates[0].Spec.Resources.Requests["storage"])
@@ -412,7 +463,11 @@ func TestK8sTopology(t *testing.T) {
 	}
 	require.NoError(t, pdb.node.Decode(&spec))
 	require.Equal(t, 1, spec.Spec.MaxUnavailable, "one drain at a time")
-	require.Equal(t, sts.Selector.MatchLabels, spec.Spec.Selector.MatchLabels)
+	require.NotEmpty(t, spec.Spec.Selector.MatchLabels)
+	for k, v := range spec.Spec.Selector.MatchLabels {
+		require.Equal(t, v, sts.Template.Metadata.Labels[k], "the budget covers the storage pods of every zone")
+	}
+	require.Equal(t, spec.Spec.Selector.MatchLabels, headless.Spec.Selector, "the budget covers what the headless Service selects")
 }
 
 // recordedCall is one request a fake coordinator received.
@@ -482,14 +537,14 @@ func TestK8sHooks(t *testing.T) {
 		query   string
 		pattern string
 	}{
-		{"preStop", hooks.PreStop.Exec.Command, http.StatusOK, 0, "DELETE", "/api/nodes/storage-node-0", "wait=true", "/api/nodes/{nodeId}"},
-		{"preStop, drain unfinished", hooks.PreStop.Exec.Command, http.StatusAccepted, 1, "DELETE", "/api/nodes/storage-node-0", "wait=true", "/api/nodes/{nodeId}"},
+		{"preStop", hooks.PreStop.Exec.Command, http.StatusOK, 0, "DELETE", "/api/nodes/storage-node-zone-a-0", "wait=true", "/api/nodes/{nodeId}"},
+		{"preStop, drain unfinished", hooks.PreStop.Exec.Command, http.StatusAccepted, 1, "DELETE", "/api/nodes/storage-node-zone-a-0", "wait=true", "/api/nodes/{nodeId}"},
 		// An unsafe drain is refused and the hook does not force it: the pod
 		// stops as a failed node would, keeping its copies (see the README).
-		{"preStop, drain refused as unsafe", hooks.PreStop.Exec.Command, http.StatusConflict, 1, "DELETE", "/api/nodes/storage-node-0", "wait=true", "/api/nodes/{nodeId}"},
-		{"postStart, rejoined", hooks.PostStart.Exec.Command, http.StatusOK, 0, "POST", "/api/nodes/storage-node-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
-		{"postStart, a new node", hooks.PostStart.Exec.Command, http.StatusNotFound, 0, "POST", "/api/nodes/storage-node-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
-		{"postStart, not deregistered", hooks.PostStart.Exec.Command, http.StatusConflict, 0, "POST", "/api/nodes/storage-node-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
+		{"preStop, drain refused as unsafe", hooks.PreStop.Exec.Command, http.StatusConflict, 1, "DELETE", "/api/nodes/storage-node-zone-a-0", "wait=true", "/api/nodes/{nodeId}"},
+		{"postStart, rejoined", hooks.PostStart.Exec.Command, http.StatusOK, 0, "POST", "/api/nodes/storage-node-zone-a-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
+		{"postStart, a new node", hooks.PostStart.Exec.Command, http.StatusNotFound, 0, "POST", "/api/nodes/storage-node-zone-a-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
+		{"postStart, not deregistered", hooks.PostStart.Exec.Command, http.StatusConflict, 0, "POST", "/api/nodes/storage-node-zone-a-0/rejoin", "", "/api/nodes/{nodeId}/rejoin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.hook, func(t *testing.T) {
