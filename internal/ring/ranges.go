@@ -70,18 +70,9 @@ func (r *Ring) RangesIncluding(node string, n int) []Range {
 			}
 			return []Range{g}
 		}
-		if last := len(out) - 1; last >= 0 && out[last].To == g.From {
-			out[last].To = g.To
-			continue
-		}
-		out = append(out, g)
+		out = appendRange(out, g)
 	}
-	// The first and last ranges meet when the last wraps onto the first.
-	if len(out) > 1 && out[len(out)-1].To == out[0].From {
-		out[0].From = out[len(out)-1].From
-		out = out[:len(out)-1]
-	}
-	return out
+	return joinWrap(out)
 }
 
 // rangesByWalk is RangesIncluding for a ring with zones, where a skipped node
@@ -103,12 +94,23 @@ func (r *Ring) rangesByWalk(node string, n int) []Range {
 			prev = j - 1
 		}
 		g := Range{From: r.pos[prev], To: r.pos[j]}
-		if last := len(out) - 1; last >= 0 && out[last].To == g.From {
-			out[last].To = g.To
-			continue
-		}
-		out = append(out, g)
+		out = appendRange(out, g)
 	}
+	return joinWrap(out)
+}
+
+// appendRange appends g to ranges in ring order, extending the last one
+// when g starts where it ends.
+func appendRange(out []Range, g Range) []Range {
+	if last := len(out) - 1; last >= 0 && out[last].To == g.From {
+		out[last].To = g.To
+		return out
+	}
+	return append(out, g)
+}
+
+// joinWrap merges the last range into the first when it wraps onto it.
+func joinWrap(out []Range) []Range {
 	if len(out) > 1 && out[len(out)-1].To == out[0].From {
 		out[0].From = out[len(out)-1].From
 		out = out[:len(out)-1]

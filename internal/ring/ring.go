@@ -91,6 +91,9 @@ type Ring struct {
 	// and only then does a walk look at zones.
 	attrs map[string]Member
 	zoned bool
+	// domains is ZoneCount, kept for the walk of a ring with zones, which
+	// stops its first pass once every zone is taken.
+	domains int
 }
 
 // PointsFor returns the number of points of a node of weight w on a ring of
@@ -185,7 +188,9 @@ func (r *Ring) Zones() []string {
 
 // ZoneCount returns the number of failure domains on the ring: each distinct
 // zone once, and each zoneless node as one of its own.
-func (r *Ring) ZoneCount() int {
+func (r *Ring) ZoneCount() int { return r.domains }
+
+func (r *Ring) countZones() int {
 	seen := map[string]bool{}
 	for _, n := range r.nodes {
 		seen[r.zoneKey(n)] = true
@@ -307,6 +312,7 @@ func (r *Ring) add(ms []Member) *Ring {
 	}
 	slices.Sort(next.nodes)
 	next.zoned = anyZone(attrs)
+	next.domains = next.countZones()
 	i, j := 0, 0
 	for i < len(r.pos) || j < len(fresh) {
 		if j == len(fresh) || (i < len(r.pos) && comparePoints(Point{r.pos[i], r.owner[i]}, fresh[j]) <= 0) {
@@ -364,6 +370,7 @@ func (r *Ring) Without(nodes ...string) *Ring {
 			next.owner = append(next.owner, n)
 		}
 	}
+	next.domains = next.countZones()
 	return next
 }
 
@@ -445,7 +452,7 @@ func (r *Ring) appendZoned(dst []string, i0, n int) []string {
 	start := len(dst)
 	var zonesBuf [8]string
 	zones := zonesBuf[:0]
-	domains := r.ZoneCount()
+	domains := r.domains
 	// Pass 1 ends early once every zone is taken: no further node can join.
 	for i, steps := i0, 0; steps < len(r.pos) && len(dst)-start < n && len(zones) < domains; steps++ {
 		if node := r.owner[i]; !contains(dst[start:], node) {
