@@ -184,7 +184,7 @@ func (s *Service) storeBlob(ctx context.Context, rec *meta.FileRecord, sp *spool
 	for _, n := range plan {
 		rec.Replicas = append(rec.Replicas, meta.Replica{FileID: id, NodeID: n, Status: meta.ReplicaPending})
 	}
-	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp}
+	w := &uploadWrite{s: s, id: id, rec: rec, sp: sp, rg: r}
 	if s.opt.PendingRecordDelay <= 0 || rec.IdempotencyKey != "" || rec.IsChunk() {
 		if err := s.opt.Store.CreateFile(ctx, rec); err != nil {
 			return nil, err
@@ -407,8 +407,13 @@ type uploadWrite struct {
 
 	primary string
 	results []writeResult
-	queue   []string
-	next    int
+	// queue is the preference list the writers take their nodes from, in
+	// order, and next the first node not yet taken; held counts, per
+	// failure domain of rg, the writers writing to it or done there.
+	queue []string
+	next  int
+	rg    *ring.Ring
+	held  map[string]int
 
 	// object is the key commit moved to the file, and replaced the file
 	// that key held before.
@@ -430,7 +435,8 @@ type writeResult struct {
 // for a copy slot, so an upload always makes progress however busy the
 // others keep REPLICA_WRITE_CONCURRENCY.
 func (w *uploadWrite) run(ctx context.Context, candidates []string) {
-	w.queue = candidates
+	w.queue = slices.Clone(candidates)
+	w.held = map[string]int{}
 	workers := min(w.s.opt.ReplicationFactor, len(candidates))
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -455,14 +461,10 @@ func (w *uploadWrite) run(ctx context.Context, candidates []string) {
 // tries it, moving further down the preference list after a failure.
 func (w *uploadWrite) writer(ctx context.Context, needSlot bool) {
 	for {
-		w.mu.Lock()
-		if w.next >= len(w.queue) {
-			w.mu.Unlock()
+		n, ok := w.take()
+		if !ok {
 			return
 		}
-		n := w.queue[w.next]
-		w.next++
-		w.mu.Unlock()
 
 		if needSlot {
 			w.s.copySlot <- struct{}{}
@@ -474,11 +476,39 @@ func (w *uploadWrite) writer(ctx context.Context, needSlot bool) {
 
 		w.mu.Lock()
 		w.results = append(w.results, writeResult{n, err})
+		if err != nil {
+			w.held[w.rg.Domain(n)]--
+		}
 		w.mu.Unlock()
 		if err == nil {
 			return
 		}
 	}
+}
+
+// take hands a writer its next node: the first one left in the queue whose
+// failure domain no other writer holds, or the first one left when every
+// domain in the queue is held. The preference list already puts one node
+// of each zone first, so the writers start on distinct zones; take keeps
+// them apart when a write fails, trying the failed node's zone-mate before
+// a node of a zone that has a copy. Without zones every domain is one node
+// and take follows the list.
+func (w *uploadWrite) take() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.next >= len(w.queue) {
+		return "", false
+	}
+	rest := w.queue[w.next:]
+	if i := slices.IndexFunc(rest, func(n string) bool { return w.held[w.rg.Domain(n)] == 0 }); i > 0 {
+		n := rest[i]
+		copy(rest[1:i+1], rest[:i])
+		rest[0] = n
+	}
+	n := w.queue[w.next]
+	w.next++
+	w.held[w.rg.Domain(n)]++
+	return n, true
 }
 
 // write stores one copy on node n from the spool. A node outside the plan is

@@ -217,6 +217,11 @@ func (r *Ring) zoneKey(node string) string {
 	return "\x00" + node
 }
 
+// Domain is node's failure domain: its zone, or for a zoneless node a key
+// of its own that no zone and no other node's key equals. Two nodes share a
+// domain exactly when the preference walk treats them as one zone.
+func (r *Ring) Domain(node string) string { return r.zoneKey(node) }
+
 // Has reports whether node is on the ring.
 func (r *Ring) Has(node string) bool {
 	_, ok := slices.BinarySearch(r.nodes, node)
