@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,6 +145,27 @@ func TestCallsUseTheRightRoute(t *testing.T) {
 			func(ctx context.Context, c *Client) (any, error) { return c.Rejoin(ctx, "node-2") },
 			call{method: "POST", path: "/api/nodes/node-2/rejoin"},
 			Node{NodeID: "node-2", Status: NodeUnhealthy}},
+		{"placement", 200, `{"nodeId":"node-2","zone":"rack-2","weight":2,"points":200,"reportedWeight":1,"overridden":["zone","weight"]}`,
+			func(ctx context.Context, c *Client) (any, error) {
+				zone, weight := "rack-2", 2.0
+				return c.SetPlacement(ctx, "node-2", PlacementRequest{Zone: &zone, Weight: &weight})
+			},
+			call{method: "PUT", path: "/api/nodes/node-2/placement", body: `{"zone":"rack-2","weight":2}`},
+			Node{NodeID: "node-2", Zone: "rack-2", Weight: 2, Points: 200, ReportedWeight: 1, Overridden: []string{"zone", "weight"}}},
+		{"placement: no zone, weight reset", 200, `{"nodeId":"node-2","weight":1,"points":100,"reportedWeight":1,"overridden":["zone"]}`,
+			func(ctx context.Context, c *Client) (any, error) {
+				none := ""
+				return c.SetPlacement(ctx, "node-2", PlacementRequest{Zone: &none, Reset: []string{"weight"}})
+			},
+			call{method: "PUT", path: "/api/nodes/node-2/placement", body: `{"zone":"","reset":["weight"]}`},
+			Node{NodeID: "node-2", Weight: 1, Points: 100, ReportedWeight: 1, Overridden: []string{"zone"}}},
+		{"ring with zones", 200, `{"physicalNodes":2,"virtualNodesPerNode":100,"totalRingPositions":300,"nodes":[{"nodeId":"node-2","keyspaceSharePercent":66.5,"zone":"a","weight":2,"points":200},{"nodeId":"node-1","keyspaceSharePercent":33.5,"weight":1,"points":100}],"zones":[{"zone":"a","keyspaceSharePercent":66.5,"nodes":1}]}`,
+			func(ctx context.Context, c *Client) (any, error) { return c.Ring(ctx) },
+			call{method: "GET", path: "/api/nodes/ring"},
+			RingInfo{PhysicalNodes: 2, VirtualNodesPerNode: 100, TotalRingPositions: 300,
+				Nodes: []RingShare{{NodeID: "node-2", KeyspaceSharePercent: 66.5, Zone: "a", Weight: 2, Points: 200},
+					{NodeID: "node-1", KeyspaceSharePercent: 33.5, Weight: 1, Points: 100}},
+				Zones: []ZoneShare{{Zone: "a", KeyspaceSharePercent: 66.5, Nodes: 1}}}},
 		{"health", 200, `{"status":"DEGRADED","reasons":["1 node(s) unhealthy"],"replicationFactor":3,"nodes":{"total":3,"onRing":2},"metadataStore":{"status":"UP","kind":"sqlite"},"redis":{"status":"DISABLED"}}`,
 			func(ctx context.Context, c *Client) (any, error) { return c.Health(ctx) },
 			call{method: "GET", path: "/api/health"},
@@ -320,4 +342,43 @@ func TestUserAgent(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tt.want, <-agents)
 	}
+}
+
+// A placement the coordinator would refuse is refused here, naming what is
+// wrong, and nothing is sent.
+func TestSetPlacementRefusesBadRequests(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { requests.Add(1) }))
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, Options{})
+	require.NoError(t, err)
+	str := func(s string) *string { return &s }
+	num := func(f float64) *float64 { return &f }
+	tests := []struct {
+		name string
+		id   string
+		req  PlacementRequest
+		want string
+	}{
+		{"no node", "", PlacementRequest{Weight: num(2)}, "a node id is required"},
+		{"nothing", "node-1", PlacementRequest{}, "nothing to change"},
+		{"weight zero", "node-1", PlacementRequest{Weight: num(0)}, "weight 0: must be a decimal > 0 and at most 1000"},
+		{"weight negative", "node-1", PlacementRequest{Weight: num(-1)}, "weight -1: must be a decimal > 0"},
+		{"weight too large", "node-1", PlacementRequest{Weight: num(1000.5)}, "weight 1000.5: must be a decimal > 0 and at most 1000"},
+		{"zone with a space", "node-1", PlacementRequest{Zone: str("rack 2")}, `zone "rack 2": no spaces or control characters`},
+		{"zone too long", "node-1", PlacementRequest{Zone: str(strings.Repeat("z", 256))}, "longer than 255 bytes"},
+		{"unknown reset", "node-1", PlacementRequest{Reset: []string{"rack"}}, `reset "rack": want zone or weight`},
+		{"reset twice", "node-1", PlacementRequest{Reset: []string{"zone", "zone"}}, "reset zone given twice"},
+		{"set and reset", "node-1", PlacementRequest{Weight: num(2), Reset: []string{"weight"}}, "weight both set and reset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.SetPlacement(t.Context(), tt.id, tt.req)
+			require.ErrorContains(t, err, tt.want)
+			require.Equal(t, errs.Invalid, errs.KindOf(err))
+		})
+	}
+	require.Zero(t, requests.Load(), "a refused placement was sent")
+	require.NoError(t, CheckPlacement(PlacementRequest{Weight: num(1000)}), "the largest weight")
+	require.NoError(t, CheckPlacement(PlacementRequest{Zone: str("")}), "an override to no zone")
 }

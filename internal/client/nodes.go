@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 // Nodes returns every known storage node.
@@ -93,6 +97,66 @@ func (c *Client) Rejoin(ctx context.Context, id string) (Node, error) {
 	var n Node
 	_, err := c.doJSON(ctx, http.MethodPost, pathOf("api", "nodes", id, "rejoin"), nil, nil, &n)
 	return n, err
+}
+
+// MaxWeight is the largest weight the coordinator accepts for a node.
+const MaxWeight = 1000
+
+// SetPlacement sets an operator's zone and weight for node id (PUT
+// /api/nodes/{id}/placement) and returns the node as it is now. A set Zone
+// or Weight becomes an override that wins over what the node reports, Zone
+// "" meaning no zone; Reset names "zone" and/or "weight" to drop an
+// override. A change of a node on the ring is a membership change: the
+// coordinator rebuilds the ring and moves only the copies that must move.
+// A request CheckPlacement refuses is not sent.
+func (c *Client) SetPlacement(ctx context.Context, id string, req PlacementRequest) (Node, error) {
+	if err := checkID("node", id); err != nil {
+		return Node{}, err
+	}
+	if err := CheckPlacement(req); err != nil {
+		return Node{}, err
+	}
+	var n Node
+	_, err := c.doJSON(ctx, http.MethodPut, pathOf("api", "nodes", id, "placement"), nil, req, &n)
+	return n, err
+}
+
+// CheckPlacement returns an errs.Invalid error naming what the coordinator
+// would refuse in req: nothing to do, a zone with spaces or control
+// characters or over 255 bytes, a weight not > 0 and at most MaxWeight, a
+// reset of something other than zone or weight, or a value both set and
+// reset.
+func CheckPlacement(req PlacementRequest) error {
+	if req.Zone == nil && req.Weight == nil && len(req.Reset) == 0 {
+		return errs.E(errs.Invalid, "nothing to change: give a zone, a weight or a reset")
+	}
+	if req.Zone != nil {
+		z := *req.Zone
+		if len(z) > 255 {
+			return errs.E(errs.Invalid, "zone %.20q…: longer than 255 bytes", z)
+		}
+		if strings.IndexFunc(z, func(c rune) bool { return unicode.IsSpace(c) || !unicode.IsPrint(c) }) >= 0 {
+			return errs.E(errs.Invalid, "zone %q: no spaces or control characters", z)
+		}
+	}
+	if req.Weight != nil {
+		if w := *req.Weight; !(w > 0) || w > MaxWeight {
+			return errs.E(errs.Invalid, "weight %v: must be a decimal > 0 and at most %d", w, MaxWeight)
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range req.Reset {
+		switch {
+		case f != "zone" && f != "weight":
+			return errs.E(errs.Invalid, "reset %q: want zone or weight", f)
+		case seen[f]:
+			return errs.E(errs.Invalid, "reset %s given twice", f)
+		case f == "zone" && req.Zone != nil, f == "weight" && req.Weight != nil:
+			return errs.E(errs.Invalid, "%s both set and reset: give one", f)
+		}
+		seen[f] = true
+	}
+	return nil
 }
 
 // Health returns the cluster's health. A DOWN cluster is a report too, not

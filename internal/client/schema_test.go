@@ -37,6 +37,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"Ring":              RingInfo{},
 		"RingShare":         RingShare{},
 		"RingPoint":         RingPoint{},
+		"ZoneShare":         ZoneShare{},
+		"PlacementRequest":  PlacementRequest{},
 		"Operation":         Operation{},
 		"RebalanceReport":   RebalanceReport{},
 		"DrainReport":       DrainReport{},

@@ -121,15 +121,19 @@ type CopyCheck struct {
 	Error  string     `json:"error,omitempty"`
 }
 
-// The nodes' answers and the registration body, defined with the server's
-// in apiwire: a node (GET /api/nodes), the ring (GET /api/nodes/ring), a
-// deregistration (DELETE /api/nodes/{id}).
+// The nodes' answers and the bodies sent about them, defined with the
+// server's in apiwire: a node (GET /api/nodes), the ring and its zones (GET
+// /api/nodes/ring), a deregistration (DELETE /api/nodes/{id}), a
+// registration and an operator's zone and weight (PUT
+// /api/nodes/{id}/placement).
 type (
 	Node             = apiwire.Node
 	RegisterRequest  = apiwire.RegisterRequest
+	PlacementRequest = apiwire.PlacementRequest
 	RingInfo         = apiwire.RingInfo
 	RingPoint        = apiwire.RingPoint
 	RingShare        = apiwire.RingShare
+	ZoneShare        = apiwire.ZoneShare
 	DeregisterResult = apiwire.DeregisterResult
 )
 
