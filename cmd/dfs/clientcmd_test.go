@@ -66,7 +66,7 @@ func TestEveryClientCommandReportsAnUnreachableCoordinator(t *testing.T) {
 	for _, args := range [][]string{
 		{"put", file}, {"get", "f1"}, {"ls"}, {"info", "f1"}, {"rm", "f1"}, {"verify", "f1"},
 		{"nodes"}, {"nodes", "drain", "node-1"}, {"nodes", "rejoin", "node-1"}, {"health"}, {"rebalance"},
-		{"status"},
+		{"status"}, {"nodes", "set", "node-1", "weight=2"}, {"nodes", "ring"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, stdout, stderr := runDFS(t, "", append(args, "-url", url)...)
@@ -149,7 +149,7 @@ func TestURLComesFromTheEnvironment(t *testing.T) {
 // clientCommands are the commands that talk to a coordinator, as typed.
 var clientCommands = [][]string{
 	{"put"}, {"get"}, {"ls"}, {"info"}, {"rm"}, {"verify"}, {"nodes"}, {"nodes", "drain"}, {"nodes", "rejoin"},
-	{"health"}, {"rebalance"}, {"status"},
+	{"nodes", "set"}, {"nodes", "ring"}, {"health"}, {"rebalance"}, {"status"},
 }
 
 // Help asked for goes to stdout, in each of the ways to ask, so that it can
@@ -468,15 +468,151 @@ func TestNodes(t *testing.T) {
 	f := newFakeCoordinator(t)
 	code, stdout, stderr := dfs(t, f.srv.URL, "", "nodes")
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "2 nodes known; the ring has 1 nodes × 100 virtual nodes")
-	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+32\.40 %\s+12\s+3\.0 MiB\s+5\.0 GiB\s+127\.0\.0\.1:9001\s+3s ago\s+0$`, stdout)
-	require.Regexp(t, `(?m)^node-2\s+UNHEALTHY\s+no\s+-\s+-\s+-\s+-\s+127\.0\.0\.1:9002\s+never\s+4$`, stdout)
+	require.Contains(t, stdout, "2 nodes known; the ring has 1 nodes × 100 virtual nodes per unit of weight, 100 points\n")
+	require.Regexp(t, `(?m)^NODE\s+STATUS\s+ON RING\s+ZONE\s+WEIGHT\s+POINTS\s+SHARE\s+BLOBS\s`, stdout)
+	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+zone-a\s+1\s+100\s+32\.40 %\s+12\s+3\.0 MiB\s+5\.0 GiB\s+127\.0\.0\.1:9001\s+3s ago\s+0$`, stdout)
+	require.Regexp(t, `(?m)^node-2\s+UNHEALTHY\s+no\s+-\s+1\s+-\s+-\s+-\s+-\s+-\s+127\.0\.0\.1:9002\s+never\s+4$`, stdout)
+	require.NotContains(t, stdout, "set by an operator", "no legend without an override")
 
 	code, stdout, _ = dfs(t, f.srv.URL, "", "nodes", "-json")
 	require.Equal(t, exitOK, code)
 	var nodes []client.Node
 	require.NoError(t, json.Unmarshal([]byte(stdout), &nodes))
 	require.Len(t, nodes, 2)
+	require.Equal(t, "zone-a", nodes[0].Zone)
+	require.Equal(t, 100, nodes[0].Points)
+}
+
+// dfs nodes set sends the operator's zone and weight, shows what is in force
+// beside what the node reports, and dfs nodes marks the overrides until
+// -reset drops them.
+func TestNodesSet(t *testing.T) {
+	f := newFakeCoordinator(t)
+	code, stdout, stderr := runDFS(t, "", "nodes", "set", "-url", f.srv.URL, "node-1", "zone=rack-2", "weight=2.5")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, `{"zone":"rack-2","weight":2.5}`, f.placements[0])
+	require.Regexp(t, `(?m)^node\s+node-1, HEALTHY$`, stdout)
+	require.Regexp(t, `(?m)^zone\s+rack-2 \(set by an operator; the node reports zone-a\)$`, stdout)
+	require.Regexp(t, `(?m)^weight\s+2\.5 \(set by an operator; the node reports 1\)$`, stdout)
+	require.Regexp(t, `(?m)^ring\s+250 points, 0\.00 % of the keyspace$`, stdout)
+
+	code, stdout, stderr = dfs(t, f.srv.URL, "", "nodes")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+rack-2\*\s+2\.5\*\s+250\s+32\.40 %`, stdout)
+	require.Contains(t, stdout, "\n* set by an operator (`dfs nodes set`), not what the node reports; `dfs nodes set NODE -reset zone,weight` drops it\n")
+
+	// zone= is an override to no zone; -reset drops the weight's.
+	code, stdout, stderr = runDFS(t, "", "nodes", "set", "-url", f.srv.URL, "node-1", "zone=", "-reset", "weight")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, `{"zone":"","reset":["weight"]}`, f.placements[1])
+	require.Regexp(t, `(?m)^zone\s+no zone \(set by an operator; the node reports zone-a\)$`, stdout)
+	require.Regexp(t, `(?m)^weight\s+1 \(the node's own\)$`, stdout)
+	code, stdout, _ = dfs(t, f.srv.URL, "", "nodes")
+	require.Equal(t, exitOK, code)
+	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+-\*\s+1\s+100\s`, stdout)
+
+	code, stdout, stderr = runDFS(t, "", "nodes", "set", "-url", f.srv.URL, "-reset", "zone,weight", "-json", "node-1")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, `{"reset":["zone","weight"]}`, f.placements[2])
+	var n client.Node
+	require.NoError(t, json.Unmarshal([]byte(stdout), &n))
+	require.Equal(t, "zone-a", n.Zone)
+	require.Empty(t, n.Overridden)
+	code, stdout, _ = dfs(t, f.srv.URL, "", "nodes")
+	require.Equal(t, exitOK, code)
+	require.NotContains(t, stdout, "*")
+
+	// A node off the ring keeps its settings for when it joins.
+	code, stdout, stderr = runDFS(t, "", "nodes", "set", "-url", f.srv.URL, "node-2", "weight=3")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^zone\s+no zone \(the node's own\)$`, stdout)
+	require.Regexp(t, `(?m)^weight\s+3 \(set by an operator; the node reports 1\)$`, stdout)
+
+	// A node the coordinator does not know.
+	code, stdout, stderr = runDFS(t, "", "nodes", "set", "-url", f.srv.URL, "node-9", "weight=2")
+	require.Equal(t, exitFailed, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "NODE_NOT_FOUND")
+	require.Contains(t, stderr, "`dfs nodes` lists the known storage nodes")
+}
+
+// A wrong dfs nodes set names what is wrong and sends nothing.
+func TestNodesSetUsage(t *testing.T) {
+	f := newFakeCoordinator(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"node-1"}, "nothing to change: give zone=<z>, weight=<w> or -reset zone,weight"},
+		{[]string{}, "missing NODE: dfs nodes set NODE [zone=<z>] [weight=<w>] [-reset zone,weight]"},
+		{[]string{"weight=2"}, "missing NODE"},
+		{[]string{"node-1", "weight=heavy"}, `weight "heavy": must be a decimal > 0 and at most 1000`},
+		{[]string{"node-1", "weight="}, `weight "": must be a decimal > 0 and at most 1000`},
+		{[]string{"node-1", "weight=0"}, "weight 0: must be a decimal > 0 and at most 1000"},
+		{[]string{"node-1", "weight=-2"}, "weight -2: must be a decimal > 0 and at most 1000"},
+		{[]string{"node-1", "weight=1000.01"}, "weight 1000.01: must be a decimal > 0 and at most 1000"},
+		{[]string{"node-1", "weight=NaN"}, "weight NaN: must be a decimal > 0"},
+		{[]string{"node-1", "rack=r2"}, `unknown setting "rack=r2": want zone=<z> or weight=<w>`},
+		{[]string{"node-1", "heavy"}, `unknown setting "heavy": want zone=<z> or weight=<w>`},
+		{[]string{"node-1", "zone=a", "zone=b"}, "zone given twice"},
+		{[]string{"node-1", "zone=rack 2"}, `zone "rack 2": no spaces or control characters`},
+		{[]string{"node-1", "-reset", "rack"}, `reset "rack": want zone or weight`},
+		{[]string{"node-1", "weight=2", "-reset", "weight"}, "weight both set and reset: give one"},
+		{[]string{"node-1", "-frobnicate"}, "flag provided but not defined: -frobnicate"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runDFS(t, "", append([]string{"nodes", "set", "-url", f.srv.URL}, tt.args...)...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, "dfs nodes set: "+tt.want)
+			require.Contains(t, stderr, "run `dfs nodes set -h` for help")
+		})
+	}
+	require.Empty(t, f.placements, "a refused command line sent a request")
+}
+
+// dfs nodes ring shows each node's zone, weight, points and share, then
+// each zone's share, and says which nodes have no zone.
+func TestNodesRing(t *testing.T) {
+	f := newFakeCoordinator(t)
+	f.ringInfo = client.RingInfo{PhysicalNodes: 4, VirtualNodesPerNode: 100, TotalRingPositions: 500,
+		Nodes: []client.RingShare{
+			{NodeID: "node-2", KeyspaceSharePercent: 40.12, Zone: "zone-a", Weight: 2, Points: 200},
+			{NodeID: "node-1", KeyspaceSharePercent: 20.5, Zone: "zone-a", Weight: 1, Points: 100},
+			{NodeID: "node-3", KeyspaceSharePercent: 20.1, Zone: "zone-b", Weight: 1, Points: 100},
+			{NodeID: "node-4", KeyspaceSharePercent: 19.28, Weight: 1, Points: 100},
+		},
+		Zones: []client.ZoneShare{{Zone: "zone-a", KeyspaceSharePercent: 60.62, Nodes: 2}, {Zone: "zone-b", KeyspaceSharePercent: 20.1, Nodes: 1}}}
+	code, stdout, stderr := runDFS(t, "", "nodes", "ring", "-url", f.srv.URL)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "the ring has 4 nodes × 100 virtual nodes per unit of weight, 500 points\n")
+	require.Regexp(t, `(?m)^NODE\s+ZONE\s+WEIGHT\s+POINTS\s+SHARE$`, stdout)
+	require.Regexp(t, `(?m)^node-2\s+zone-a\s+2\s+200\s+40\.12 %$`, stdout)
+	require.Regexp(t, `(?m)^node-4\s+-\s+1\s+100\s+19\.28 %$`, stdout)
+	require.Regexp(t, `(?m)^ZONE\s+NODES\s+SHARE$`, stdout)
+	require.Regexp(t, `(?m)^zone-a\s+2\s+60\.62 %$`, stdout)
+	require.Regexp(t, `(?m)^zone-b\s+1\s+20\.10 %$`, stdout)
+	require.Contains(t, stdout, "of no zone, each a zone of its own: node-4\n")
+	require.Less(t, strings.Index(stdout, "node-2"), strings.Index(stdout, "node-1"), "the coordinator's order, largest share first")
+
+	code, stdout, _ = runDFS(t, "", "nodes", "ring", "-url", f.srv.URL, "-json")
+	require.Equal(t, exitOK, code)
+	var ring client.RingInfo
+	require.NoError(t, json.Unmarshal([]byte(stdout), &ring))
+	require.Equal(t, f.ringInfo, ring)
+
+	f.ringInfo = client.RingInfo{PhysicalNodes: 1, VirtualNodesPerNode: 100, TotalRingPositions: 100,
+		Nodes: []client.RingShare{{NodeID: "node-1", KeyspaceSharePercent: 100, Weight: 1, Points: 100}}}
+	code, stdout, _ = runDFS(t, "", "nodes", "ring", "-url", f.srv.URL)
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "\nno node has a zone: each node is a zone of its own\n")
+	require.NotContains(t, stdout, "ZONE  NODES")
+
+	code, stdout, stderr = runDFS(t, "", "nodes", "ring", "-url", f.srv.URL, "extra")
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, `dfs nodes ring: unexpected argument "extra"`)
 }
 
 func TestNodesDrain(t *testing.T) {
@@ -591,7 +727,9 @@ func TestNodesSubcommandUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"nodes", "-url", url, "drain", "node-1"}, "the subcommand comes first, flags after it: dfs nodes drain [flags] ID"},
-		{[]string{"nodes", "cordon", "node-1"}, `unknown subcommand "cordon" (drain or rejoin)`},
+		{[]string{"nodes", "-url", url, "set", "node-1", "weight=2"}, "the subcommand comes first, flags after it: dfs nodes set [flags] NODE [zone=<z>] [weight=<w>]"},
+		{[]string{"nodes", "-json", "ring"}, "the subcommand comes first, flags after it: dfs nodes ring [flags]\n"},
+		{[]string{"nodes", "cordon", "node-1"}, `unknown subcommand "cordon" (set, ring, drain or rejoin)`},
 		{[]string{"nodes", "drain"}, "dfs nodes drain: missing argument"},
 		{[]string{"nodes", "drain", "node-1", "node-2"}, `dfs nodes drain: unexpected argument "node-2"`},
 		{[]string{"nodes", "drain", "-wait=soon", "node-1"}, `invalid boolean value "soon" for -wait`},

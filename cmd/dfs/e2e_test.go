@@ -130,3 +130,42 @@ func TestAgainstALocalCluster(t *testing.T) {
 	require.Contains(t, stderr, "FILE_NOT_FOUND")
 	require.NoFileExists(t, filepath.Join(dir, "gone"))
 }
+
+// TestZonesAndWeightsAgainstALocalCluster sets a node's zone and weight on
+// a real coordinator, sees the ring follow in dfs nodes and dfs nodes ring,
+// and resets them.
+func TestZonesAndWeightsAgainstALocalCluster(t *testing.T) {
+	url := startCluster(t)
+	nodes := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runDFS(t, "", append(append([]string{"nodes"}, args...), "-url", url)...)
+		require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
+		return stdout
+	}
+
+	out := nodes("set", "node-1", "zone=rack-1", "weight=2")
+	require.Regexp(t, `(?m)^zone\s+rack-1 \(set by an operator; the node reports no zone\)$`, out)
+	require.Regexp(t, `(?m)^weight\s+2 \(set by an operator; the node reports 1\)$`, out)
+	require.Regexp(t, `(?m)^ring\s+200 points, \d+\.\d\d % of the keyspace$`, out)
+
+	out = nodes()
+	require.Contains(t, out, "the ring has 3 nodes × 100 virtual nodes per unit of weight, 400 points")
+	require.Regexp(t, `(?m)^node-1\s+HEALTHY\s+yes\s+rack-1\*\s+2\*\s+200\s`, out)
+	require.Regexp(t, `(?m)^node-2\s+HEALTHY\s+yes\s+-\s+1\s+100\s`, out)
+	require.Contains(t, out, "* set by an operator")
+
+	out = nodes("ring")
+	require.Regexp(t, `(?m)^node-1\s+rack-1\s+2\s+200\s+\d+\.\d\d %$`, out)
+	require.Regexp(t, `(?m)^rack-1\s+1\s+\d+\.\d\d %$`, out)
+	require.Contains(t, out, "of no zone, each a zone of its own: ")
+	require.Less(t, strings.Index(out, "node-1 "), strings.Index(out, "node-2 "), "node-1 has the largest share at twice the weight")
+
+	out = nodes("set", "node-1", "-reset", "zone,weight")
+	require.Regexp(t, `(?m)^zone\s+no zone \(the node's own\)$`, out)
+	require.Regexp(t, `(?m)^ring\s+100 points, `, out)
+	require.Contains(t, nodes("ring"), "no node has a zone: each node is a zone of its own")
+
+	code, _, stderr := runDFS(t, "", "nodes", "set", "-url", url, "node-9", "weight=2")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stderr, "NODE_NOT_FOUND")
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,6 +57,35 @@ type fakeCoordinator struct {
 	scrub         *client.ScrubReport // nil: the coordinator has no scrub route
 	sessions      fakeSessions
 	chunkSize     int // above 0: larger files are stored as chunks of this size, each on node-1, node-2 and node-3
+	placement     map[string]*fakePlacement
+	placements    []string // the body of every placement request
+	ringInfo      client.RingInfo
+}
+
+// fakePlacement is a node's own zone and weight and an operator's
+// overrides of them.
+type fakePlacement struct {
+	zone           string
+	weight         float64
+	zoneOverride   *string
+	weightOverride *float64
+}
+
+// applyPlacement fills in n's zone, weight and points as the coordinator
+// would; it holds f.mu.
+func (f *fakeCoordinator) applyPlacement(n *client.Node) {
+	p := f.placement[n.NodeID]
+	n.Zone, n.Weight, n.ReportedZone, n.ReportedWeight, n.Overridden = p.zone, p.weight, p.zone, p.weight, nil
+	if p.zoneOverride != nil {
+		n.Zone, n.Overridden = *p.zoneOverride, append(n.Overridden, "zone")
+	}
+	if p.weightOverride != nil {
+		n.Weight, n.Overridden = *p.weightOverride, append(n.Overridden, "weight")
+	}
+	n.Points = 0
+	if n.OnRing {
+		n.Points = max(1, int(100*n.Weight+0.5))
+	}
 }
 
 type fakeFile struct {
@@ -73,6 +103,10 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 		verifyStatus: client.FileActive,
 		health:       client.HealthReport{Status: client.HealthUp, ReplicationFactor: 3, Nodes: client.NodeCounts{Total: 3, OnRing: 3, Healthy: 3}},
 		rebalance:    client.RebalanceReport{Trigger: client.TriggerManual, UnrecoverableFiles: []string{}},
+		placement:    map[string]*fakePlacement{"node-1": {zone: "zone-a", weight: 1}, "node-2": {weight: 1}},
+		ringInfo: client.RingInfo{PhysicalNodes: 1, VirtualNodesPerNode: 100, TotalRingPositions: 100,
+			Nodes: []client.RingShare{{NodeID: "node-1", KeyspaceSharePercent: 100, Zone: "zone-a", Weight: 1, Points: 100}},
+			Zones: []client.ZoneShare{{Zone: "zone-a", KeyspaceSharePercent: 100, Nodes: 1}}},
 	}
 	mux := http.NewServeMux()
 	route := func(pattern string, h http.HandlerFunc) {
@@ -99,6 +133,7 @@ func newFakeCoordinator(t *testing.T) *fakeCoordinator {
 	route("GET /api/nodes/ring", f.ring)
 	route("DELETE /api/nodes/{id}", f.deregister)
 	route("POST /api/nodes/{id}/rejoin", f.rejoin)
+	route("PUT /api/nodes/{id}/placement", f.setPlacement)
 	route("GET /api/health", f.clusterHealth)
 	route("POST /api/admin/rebalance", f.runRebalance)
 	route("GET /api/cluster/durability", f.clusterDurability)
@@ -290,11 +325,55 @@ func (f *fakeCoordinator) verify(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeCoordinator) nodes(w http.ResponseWriter, _ *http.Request) {
 	checked := time.Now().Add(-3 * time.Second)
-	httpx.WriteJSON(w, http.StatusOK, []client.Node{
+	nodes := []client.Node{
 		{NodeID: "node-1", Host: "127.0.0.1", Port: 9001, Status: client.NodeHealthy, OnRing: true, KeyspaceSharePercent: 32.4, LastCheckAt: &checked,
 			BlobCount: ptr(int64(12)), BytesUsed: ptr(int64(3 << 20)), FreeBytes: ptr(int64(5 << 30))},
 		{NodeID: "node-2", Host: "127.0.0.1", Port: 9002, Status: client.NodeUnhealthy, KeyspaceSharePercent: 0, ConsecutiveFailures: 4},
-	})
+	}
+	f.mu.Lock()
+	for i := range nodes {
+		f.applyPlacement(&nodes[i])
+	}
+	f.mu.Unlock()
+	httpx.WriteJSON(w, http.StatusOK, nodes)
+}
+
+// setPlacement applies an operator's zone and weight, refusing what the
+// coordinator refuses.
+func (f *fakeCoordinator) setPlacement(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.placements = append(f.placements, string(body))
+	n, ok := f.node(w, r)
+	if !ok {
+		return
+	}
+	var req client.PlacementRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
+		return
+	}
+	if err := client.CheckPlacement(req); err != nil {
+		httpx.WriteErrorCode(w, r, http.StatusBadRequest, errs.CodeInvalidRequest, err.Error())
+		return
+	}
+	p := f.placement[n.NodeID]
+	if req.Zone != nil {
+		p.zoneOverride = req.Zone
+	}
+	if req.Weight != nil {
+		p.weightOverride = req.Weight
+	}
+	for _, what := range req.Reset {
+		if what == "zone" {
+			p.zoneOverride = nil
+		} else {
+			p.weightOverride = nil
+		}
+	}
+	f.applyPlacement(&n)
+	httpx.WriteJSON(w, http.StatusOK, n)
 }
 
 // node finds a known node, answering 404 for any other; it holds f.mu.
@@ -308,6 +387,7 @@ func (f *fakeCoordinator) node(w http.ResponseWriter, r *http.Request) (client.N
 	if f.deregistered[id] {
 		n.Status, n.OnRing = client.NodeDeregistered, false
 	}
+	f.applyPlacement(&n)
 	return n, true
 }
 
@@ -368,8 +448,10 @@ func (f *fakeCoordinator) rejoin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeCoordinator) ring(w http.ResponseWriter, _ *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, client.RingInfo{PhysicalNodes: 1, VirtualNodesPerNode: 100, TotalRingPositions: 100,
-		Nodes: []client.RingShare{{NodeID: "node-1", KeyspaceSharePercent: 100}}})
+	f.mu.Lock()
+	ring := f.ringInfo
+	f.mu.Unlock()
+	httpx.WriteJSON(w, http.StatusOK, ring)
 }
 
 func (f *fakeCoordinator) clusterHealth(w http.ResponseWriter, _ *http.Request) {

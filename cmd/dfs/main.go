@@ -3,7 +3,8 @@
 // placement questions offline (`dfs ring`, here). Client commands for the
 // coordinator's REST API live beside these, one file per group of commands
 // that act on the same thing: files.go (put, get, ls, info, rm, verify),
-// nodes.go (nodes and its drain and rejoin, health, rebalance), status.go
+// nodes.go (nodes and its drain and rejoin, health, rebalance), placement.go
+// (nodes set and nodes ring: zones, weights and the ring), status.go
 // (durability) and version.go.
 package main
 

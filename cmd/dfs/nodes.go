@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -11,22 +13,40 @@ import (
 )
 
 const nodesHelp = `usage: dfs nodes [flags]
+       dfs nodes set [flags] NODE [zone=<z>] [weight=<w>] [-reset zone,weight]
+       dfs nodes ring [flags]
        dfs nodes drain [flags] ID
        dfs nodes rejoin [flags] ID
 
-Lists every known storage node: its state, whether it is on the ring, its
-share of the keyspace, its address and when it was last probed.
+Lists every known storage node: its state, whether it is on the ring, the
+zone and weight placement uses and its ring points, its share of the
+keyspace, its blobs and space, its address and when it was last probed. A
+zone of - is none: the node is a zone of its own. A zone or weight marked *
+is an operator's override, not what the node reports:
+` + "`dfs nodes set NODE zone=<z> weight=<w>`" + ` sets one,
+` + "`dfs nodes set NODE -reset zone,weight`" + ` drops it.
 
+  set      set or reset an operator's zone and weight for a node
+  ring     the ring: each node's zone, weight, points and share, each zone's share
   drain    take a node off the ring for good and move its copies elsewhere
   rejoin   re-admit a drained node
 
-` + "`dfs nodes drain -h`" + ` and ` + "`dfs nodes rejoin -h`" + ` describe them.
+` + "`dfs nodes set -h`" + `, ` + "`dfs nodes ring -h`" + `, ` + "`dfs nodes drain -h`" + ` and ` + "`dfs nodes rejoin -h`" + ` describe them.
 `
 
 // nodeSubcommands are the subcommands of `dfs nodes`; without one it lists.
 var nodeSubcommands = map[string]func(context.Context, []string, stdio) int{
+	"set":    runSetPlacement,
+	"ring":   runNodesRing,
 	"drain":  runDrain,
 	"rejoin": runRejoin,
+}
+
+// nodeSubcommandArgs are the arguments of each subcommand, for a usage line.
+var nodeSubcommandArgs = map[string]string{
+	"set":    " NODE [zone=<z>] [weight=<w>]",
+	"drain":  " ID",
+	"rejoin": " ID",
 }
 
 func runNodes(ctx context.Context, args []string, s stdio) int {
@@ -42,9 +62,9 @@ func runNodes(ctx context.Context, args []string, s stdio) int {
 	}
 	if len(pos) > 0 {
 		if _, ok := nodeSubcommands[pos[0]]; ok {
-			return cc.usageError("the subcommand comes first, flags after it: dfs nodes %s [flags] ID", pos[0])
+			return cc.usageError("the subcommand comes first, flags after it: dfs nodes %s [flags]%s", pos[0], nodeSubcommandArgs[pos[0]])
 		}
-		return cc.usageError("unknown subcommand %q (drain or rejoin)", pos[0])
+		return cc.usageError("unknown subcommand %q (set, ring, drain or rejoin)", pos[0])
 	}
 	nodes, err := cc.c.Nodes(ctx)
 	if err != nil {
@@ -58,28 +78,63 @@ func runNodes(ctx context.Context, args []string, s stdio) int {
 	if err != nil {
 		return cc.fail(err)
 	}
-	fmt.Fprintf(cc.s.out, "%d nodes known; the ring has %d nodes × %d virtual nodes\n",
-		len(nodes), ring.PhysicalNodes, ring.VirtualNodesPerNode)
+	fmt.Fprintf(cc.s.out, "%d nodes known; the ring has %d nodes × %d virtual nodes per unit of weight, %d points\n",
+		len(nodes), ring.PhysicalNodes, ring.VirtualNodesPerNode, ring.TotalRingPositions)
 	if len(nodes) == 0 {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(cc.s.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATUS\tON RING\tSHARE\tBLOBS\tSTORED\tFREE\tADDRESS\tLAST CHECK\tFAILURES")
+	fmt.Fprintln(tw, "NODE\tSTATUS\tON RING\tZONE\tWEIGHT\tPOINTS\tSHARE\tBLOBS\tSTORED\tFREE\tADDRESS\tLAST CHECK\tFAILURES")
 	now := time.Now()
+	overridden := false
 	for _, n := range nodes {
-		onRing, share := "no", "-"
+		onRing, points, share := "no", "-", "-"
 		if n.OnRing {
-			onRing, share = "yes", fmt.Sprintf("%.2f %%", n.KeyspaceSharePercent)
+			onRing, points, share = "yes", fmt.Sprint(n.Points), fmt.Sprintf("%.2f %%", n.KeyspaceSharePercent)
 		}
 		blobs, stored, free := "-", "-", "-"
 		if n.BlobCount != nil && n.BytesUsed != nil && n.FreeBytes != nil {
 			blobs, stored, free = fmt.Sprint(*n.BlobCount), humanBytes(*n.BytesUsed), humanBytes(*n.FreeBytes)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\t%s\t%d\n", n.NodeID, n.Status, onRing, share,
-			blobs, stored, free, n.Host, n.Port, ago(now, n.LastCheckAt), n.ConsecutiveFailures)
+		zone, weight := zoneText(n.Zone), weightText(n.Weight)
+		if slices.Contains(n.Overridden, "zone") {
+			zone, overridden = zone+overrideMark, true
+		}
+		if slices.Contains(n.Overridden, "weight") {
+			weight, overridden = weight+overrideMark, true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\t%s\t%d\n", n.NodeID, n.Status, onRing,
+			zone, weight, points, share, blobs, stored, free, n.Host, n.Port, ago(now, n.LastCheckAt), n.ConsecutiveFailures)
 	}
 	tw.Flush()
+	if overridden {
+		fmt.Fprintln(cc.s.out, overrideLegend)
+	}
 	return exitOK
+}
+
+// overrideMark follows a zone or weight an operator set; overrideLegend
+// explains it under a listing that shows one.
+const (
+	overrideMark   = "*"
+	overrideLegend = "* set by an operator (`dfs nodes set`), not what the node reports; `dfs nodes set NODE -reset zone,weight` drops it"
+)
+
+// zoneText shows a zone, "-" for none.
+func zoneText(z string) string {
+	if z == "" {
+		return "-"
+	}
+	return z
+}
+
+// weightText shows a weight as the decimal it was given, "-" when the
+// coordinator did not say (one from before weights).
+func weightText(w float64) string {
+	if w == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(w, 'f', -1, 64)
 }
 
 // ago says how long before now t was, to the second.
