@@ -7,12 +7,14 @@ type Trigger string
 
 // The triggers a rebalance report names (API.md).
 const (
-	TriggerJoined       Trigger = "JOINED"
-	TriggerFailed       Trigger = "FAILED"
-	TriggerRecovered    Trigger = "RECOVERED"
-	TriggerDeregistered Trigger = "DEREGISTERED"
-	TriggerManual       Trigger = "MANUAL"
-	TriggerRepair       Trigger = "REPAIR"
+	TriggerJoined    Trigger = "JOINED"
+	TriggerFailed    Trigger = "FAILED"
+	TriggerRecovered Trigger = "RECOVERED"
+	// TriggerPlacementChanged: a node on the ring changed its zone or weight.
+	TriggerPlacementChanged Trigger = "PLACEMENT_CHANGED"
+	TriggerDeregistered     Trigger = "DEREGISTERED"
+	TriggerManual           Trigger = "MANUAL"
+	TriggerRepair           Trigger = "REPAIR"
 )
 
 // RebalanceReport is the outcome of one rebalance run: the answer of POST

@@ -324,10 +324,7 @@ var triggers = map[membership.EventKind]rebalance.Trigger{
 	// RECOVERED rebalance visits every file with a copy row on it, finds
 	// the copy absent and rebuilds it at once.
 	membership.DiskReplaced: rebalance.Recovered,
-	// A node whose zone or weight changed: the lists that change are those
-	// that held it (its copies) or now hold it (its ranges), the files a
-	// RECOVERED rebalance visits.
-	membership.PlacementChanged: rebalance.Recovered,
+	membership.PlacementChanged: rebalance.PlacementChanged,
 }
 
 // rebalanceOnEvents runs one rebalance per membership change, in order.

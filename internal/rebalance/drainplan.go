@@ -57,7 +57,8 @@ type DrainInput struct {
 // same plan.
 //
 // A drain is unsafe when fewer than ReplicationFactor nodes would remain,
-// when a node would receive more bytes than it reports free (or did not say
+// when the ring has more than one zone and every node left would be in one
+// (all copies of every file in one failure domain), when a node would receive more bytes than it reports free (or did not say
 // how much it has), or when a file's only healthy copy is on the node and
 // none of the nodes that would receive it has room for it. Files with a sole
 // copy claim room first, so a drain that can save them all says so even
@@ -69,6 +70,12 @@ func PlanDrain(in DrainInput) DrainPlan {
 	if p.RemainingNodes < in.ReplicationFactor {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("only %d node(s) would remain on the ring, fewer than the replication factor %d",
 			p.RemainingNodes, in.ReplicationFactor))
+	}
+	// One zoneless node left is one domain too, but fewer nodes than the
+	// replication factor already says what is wrong with that.
+	if zones, left := in.Ring.ZoneCount(), after.Zones(); zones > 1 && after.ZoneCount() == 1 && left[0] != "" && in.ReplicationFactor > 1 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("every node left would be in zone %q: all copies of every file would share one zone, where the ring has %d zones now",
+			left[0], zones))
 	}
 
 	type file struct {

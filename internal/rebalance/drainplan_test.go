@@ -286,3 +286,47 @@ func serial(f func(context.Context, string) (int64, error)) func(context.Context
 		return f(ctx, id)
 	}
 }
+
+func TestDrainPlanRefusesToLeaveEveryCopyInOneZone(t *testing.T) {
+	rg := ring.New(100).WithMembers(
+		ring.Member{Node: "A", Zone: "z1", Weight: 1}, ring.Member{Node: "B", Zone: "z1", Weight: 1},
+		ring.Member{Node: "C", Zone: "z1", Weight: 1}, ring.Member{Node: "D", Zone: "z2", Weight: 1})
+	var files []meta.FileRecord
+	for i := range 20 {
+		id := fmt.Sprintf("file-%02d", i)
+		files = append(files, fileOn(id, 10, rg.Preference(id, 3)...))
+	}
+	on := func(node string) []meta.FileRecord {
+		var out []meta.FileRecord
+		for _, f := range files {
+			if _, ok := f.Replica(node); ok {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	plan := func(node string) DrainPlan {
+		return PlanDrain(DrainInput{Node: node, Ring: rg, ReplicationFactor: 3, Files: on(node), Healthy: allHealthy,
+			Free: freeOf(plenty, "A", "B", "C", "D")})
+	}
+
+	p := plan("D")
+	require.False(t, p.Safe)
+	require.Equal(t, []string{`every node left would be in zone "z1": all copies of every file would share one zone, where the ring has 2 zones now`}, p.Reasons)
+	err := Refusal(p)
+	require.True(t, errs.Is(err, errs.Conflict))
+	require.Contains(t, err.Error(), "force=true")
+
+	// Draining a node of the zone with three leaves both zones on the ring.
+	p = plan("A")
+	require.True(t, p.Safe, "%v", p.Reasons)
+
+	// One zone and zoneless nodes beside it are several domains.
+	mixed := ring.New(100).WithMembers(ring.Member{Node: "A", Zone: "z1", Weight: 1}, ring.Member{Node: "B", Zone: "z1", Weight: 1},
+		ring.Member{Node: "C", Weight: 1}, ring.Member{Node: "D", Weight: 1})
+	p = PlanDrain(DrainInput{Node: "D", Ring: mixed, ReplicationFactor: 3, Healthy: allHealthy})
+	require.True(t, p.Safe, "%v", p.Reasons)
+	// At replication factor 1 a file has one copy wherever it is.
+	p = PlanDrain(DrainInput{Node: "D", Ring: rg, ReplicationFactor: 1, Healthy: allHealthy})
+	require.True(t, p.Safe, "%v", p.Reasons)
+}

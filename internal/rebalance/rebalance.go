@@ -33,12 +33,15 @@ type Trigger = apiwire.Trigger
 
 // The triggers a rebalance report names (API.md).
 const (
-	Joined       = apiwire.TriggerJoined
-	Failed       = apiwire.TriggerFailed
-	Recovered    = apiwire.TriggerRecovered
-	Deregistered = apiwire.TriggerDeregistered
-	Manual       = apiwire.TriggerManual
-	Repair       = apiwire.TriggerRepair
+	Joined    = apiwire.TriggerJoined
+	Failed    = apiwire.TriggerFailed
+	Recovered = apiwire.TriggerRecovered
+	// PlacementChanged visits what Recovered does: the lists that change are
+	// those that held the node (its copies) or now hold it (its ranges).
+	PlacementChanged = apiwire.TriggerPlacementChanged
+	Deregistered     = apiwire.TriggerDeregistered
+	Manual           = apiwire.TriggerManual
+	Repair           = apiwire.TriggerRepair
 )
 
 // Report is the outcome of one run, and DrainReport how far a deregistered
@@ -144,7 +147,7 @@ func (b *Rebalancer) AffectedFiles(ctx context.Context, trigger Trigger, node st
 		return b.o.Store.FileIDsOnNode(ctx, node)
 	case Joined:
 		return b.inRangesOf(ctx, node)
-	case Recovered:
+	case Recovered, PlacementChanged:
 		held, err := b.o.Store.FileIDsOnNode(ctx, node)
 		if err != nil {
 			return nil, err
