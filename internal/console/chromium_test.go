@@ -46,8 +46,11 @@ const ringAnswer = `{"physicalNodes":2,"virtualNodesPerNode":2,"totalRingPositio
   {"nodeId":"node-1","position":6903187661124769136},{"nodeId":"node-2","position":8009011069314504270}]}`
 
 // fakeCoordinator serves the console and the few API answers the
-// operations page reads.
-func fakeCoordinator() http.Handler {
+// operations and nodes pages read.
+func fakeCoordinator() http.Handler { return fakeCoordinatorOf(nodesAnswer, ringAnswer) }
+
+// fakeCoordinatorOf is fakeCoordinator with these nodes and this ring.
+func fakeCoordinatorOf(nodesAnswer, ringAnswer string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/console/", console.Handler())
 	answer := func(body string) http.HandlerFunc {
@@ -126,4 +129,80 @@ func TestTheNodesPageShowsADrainAndTheRingsArcs(t *testing.T) {
 	arcs.Each(func(_ int, s *goquery.Selection) { owners = append(owners, s.AttrOr("data-node", "")) })
 	require.Equal(t, []string{"node-1", "node-2", "node-1", "node-2"}, owners)
 	require.Equal(t, 2, doc.Find("#ring path.share").Length(), "one share arc per node")
+}
+
+// zonedNodes are five nodes: two in zone-a (node-2 at an operator's weight
+// 2), one in zone-b, one of no zone and one in zone-c off the ring.
+const zonedNodes = `[
+ {"nodeId":"node-1","host":"127.0.0.1","port":9001,"status":"HEALTHY","onRing":true,"keyspaceSharePercent":21.5,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":3,
+  "zone":"zone-a","weight":1,"points":100,"reportedZone":"zone-a","reportedWeight":1},
+ {"nodeId":"node-2","host":"127.0.0.1","port":9002,"status":"HEALTHY","onRing":true,"keyspaceSharePercent":42.25,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":3,
+  "zone":"zone-a","weight":2,"points":200,"reportedZone":"zone-a","reportedWeight":1,"overridden":["weight"]},
+ {"nodeId":"node-3","host":"127.0.0.1","port":9003,"status":"HEALTHY","onRing":true,"keyspaceSharePercent":19.1,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":3,
+  "zone":"zone-b","weight":1,"points":100,"reportedWeight":1,"overridden":["zone"]},
+ {"nodeId":"node-4","host":"127.0.0.1","port":9004,"status":"HEALTHY","onRing":true,"keyspaceSharePercent":17.15,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":0,"consecutiveSuccesses":3,
+  "weight":1,"points":100,"reportedWeight":1},
+ {"nodeId":"node-5","host":"127.0.0.1","port":9005,"status":"UNHEALTHY","onRing":false,"keyspaceSharePercent":0,
+  "registeredAt":"2026-12-01T12:00:00Z","lastCheckAt":null,"lastHealthyAt":null,"consecutiveFailures":4,"consecutiveSuccesses":0,
+  "zone":"zone-c","weight":1,"points":0,"reportedZone":"zone-c","reportedWeight":1}]`
+
+const zonedRing = `{"physicalNodes":4,"virtualNodesPerNode":100,"totalRingPositions":500,
+ "nodes":[{"nodeId":"node-2","keyspaceSharePercent":42.25,"zone":"zone-a","weight":2,"points":200},
+  {"nodeId":"node-1","keyspaceSharePercent":21.5,"zone":"zone-a","weight":1,"points":100},
+  {"nodeId":"node-3","keyspaceSharePercent":19.1,"zone":"zone-b","weight":1,"points":100},
+  {"nodeId":"node-4","keyspaceSharePercent":17.15,"weight":1,"points":100}],
+ "zones":[{"zone":"zone-a","keyspaceSharePercent":63.75,"nodes":2},{"zone":"zone-b","keyspaceSharePercent":19.1,"nodes":1}]}`
+
+// The nodes page groups the nodes by zone under a heading with the zone's
+// share: the ring's zones largest first, a zone off the ring, then the
+// nodes of no zone together; each node shows its weight (* when an
+// operator set it), points and share.
+func TestTheNodesPageGroupsNodesByZone(t *testing.T) {
+	doc := load(t, fakeCoordinatorOf(zonedNodes, zonedRing), "/console/#/nodes")
+	groups := doc.Find("table#nodes tbody.zone-group")
+	var zones []string
+	groups.Each(func(_ int, g *goquery.Selection) { zones = append(zones, g.AttrOr("data-zone", "?")) })
+	require.Equal(t, []string{"zone-a", "zone-b", "zone-c", ""}, zones)
+
+	members := func(zone string) (ids []string) {
+		doc.Find(`tbody.zone-group[data-zone="` + zone + `"] tr[data-node]`).Each(func(_ int, r *goquery.Selection) {
+			ids = append(ids, r.AttrOr("data-node", ""))
+		})
+		return ids
+	}
+	require.Equal(t, []string{"node-1", "node-2"}, members("zone-a"))
+	require.Equal(t, []string{"node-3"}, members("zone-b"))
+	require.Equal(t, []string{"node-5"}, members("zone-c"))
+	require.Equal(t, []string{"node-4"}, members(""))
+
+	heading := func(zone string) *goquery.Selection {
+		return doc.Find(`tbody.zone-group[data-zone="` + zone + `"] tr.zone-head`)
+	}
+	require.Equal(t, "63.75 %", heading("zone-a").Find(`[data-field="zoneShare"]`).Text())
+	require.Equal(t, "zone-a", heading("zone-a").Find(".zone-name").Text())
+	require.Contains(t, heading("zone-a").Text(), "2 nodes")
+	require.Equal(t, "19.10 %", heading("zone-b").Find(`[data-field="zoneShare"]`).Text())
+	require.Equal(t, "0.00 %", heading("zone-c").Find(`[data-field="zoneShare"]`).Text(), "a zone off the ring")
+	require.Equal(t, "No zone", heading("").Find(".zone-name").Text())
+	require.Contains(t, heading("").Text(), "each a zone of its own")
+	require.Equal(t, "17.15 %", heading("").Find(`[data-field="zoneShare"]`).Text())
+
+	n2 := doc.Find(`tr[data-node="node-2"][data-status="HEALTHY"]`)
+	require.Equal(t, "2 *", n2.Find(`[data-field="weight"]`).Text())
+	require.Equal(t, "set by an operator; the node reports 1", n2.Find(`[data-field="weight"]`).AttrOr("title", ""))
+	require.Equal(t, "200", n2.Find(`[data-field="points"]`).Text())
+	require.Equal(t, "42.25 %", n2.Find(`[data-field="share"]`).Text())
+	n1 := doc.Find(`tr[data-node="node-1"][data-status="HEALTHY"]`)
+	require.Equal(t, "1", n1.Find(`[data-field="weight"]`).Text())
+	require.Zero(t, n1.Find(`[data-field="zoneOverride"]`).Length())
+	n3 := doc.Find(`tr[data-node="node-3"][data-status="HEALTHY"]`)
+	require.Equal(t, "zone set by an operator; the node reports no zone", n3.Find(`[data-field="zoneOverride"]`).Text())
+	n5 := doc.Find(`tr[data-node="node-5"][data-status="UNHEALTHY"]`)
+	require.Equal(t, "—", n5.Find(`[data-field="points"]`).Text(), "off the ring")
+	require.Equal(t, "—", n5.Find(`[data-field="share"]`).Text())
+	require.Contains(t, doc.Find("#view").Text(), "A weight marked * was set by an operator")
 }

@@ -237,6 +237,35 @@
     return { drawing, color };
   }
 
+  // weightText shows a weight as the decimal it is; an older coordinator
+  // gives none.
+  const weightText = (w) => (w ? String(w) : '—');
+  const pct = (v) => Number(v || 0).toFixed(2) + ' %';
+
+  // zoneGroups sorts the nodes into their zones: the ring's zones first,
+  // largest share first, then zones whose nodes are all off the ring, by
+  // name, and last the nodes of no zone, each a zone of its own to the
+  // ring, together under one "no zone" heading whose share is theirs
+  // summed.
+  function zoneGroups(list, ring) {
+    const byZone = new Map();
+    for (const n of list) {
+      const z = n.zone || '';
+      if (!byZone.has(z)) byZone.set(z, []);
+      byZone.get(z).push(n);
+    }
+    const share = new Map((ring.zones || []).map((z) => [z.zone, z.keyspaceSharePercent]));
+    const named = [...byZone.keys()].filter((z) => z !== '');
+    named.sort((a, b) => (share.get(b) || 0) - (share.get(a) || 0) || (a < b ? -1 : a > b ? 1 : 0));
+    const groups = named.map((z) => ({ zone: z, nodes: byZone.get(z),
+      share: share.has(z) ? share.get(z) : byZone.get(z).reduce((sum, n) => sum + (n.onRing ? n.keyspaceSharePercent : 0), 0) }));
+    if (byZone.has('')) {
+      const nodes = byZone.get('');
+      groups.push({ zone: '', nodes, share: nodes.reduce((sum, n) => sum + (n.onRing ? n.keyspaceSharePercent : 0), 0) });
+    }
+    return groups;
+  }
+
   async function nodes(view, state, arg, params) {
     const ask = params.get('drain');
     if (ask && state.asked !== location.hash) {
@@ -248,13 +277,20 @@
     const legend = h('table', { id: 'ring-legend' }, h('tbody', {}, ring.nodes.map((x) => {
       const sw = h('i', { class: 'swatch' });
       sw.style.background = color(x.nodeId);
-      return h('tr', { 'data-node': x.nodeId }, h('td', {}, sw, x.nodeId),
-        h('td', { class: 'num' }, x.keyspaceSharePercent.toFixed(2) + ' %'));
+      return h('tr', { 'data-node': x.nodeId }, h('td', {}, sw, x.nodeId, x.zone ? h('span', { class: 'hint' }, ' ' + x.zone) : null),
+        h('td', { class: 'num' }, pct(x.keyspaceSharePercent)));
     })));
-    const rows = list.map((n) => h('tr', { 'data-node': n.nodeId, 'data-status': n.status },
-      h('td', {}, h('b', {}, n.nodeId), h('div', { class: 'mono' }, n.host + ':' + n.port)),
+    const overridden = (n, what) => (n.overridden || []).includes(what);
+    const row = (n) => h('tr', { 'data-node': n.nodeId, 'data-status': n.status, 'data-zone': n.zone || '' },
+      h('td', {}, h('b', {}, n.nodeId), h('div', { class: 'mono' }, n.host + ':' + n.port),
+        overridden(n, 'zone') ? h('div', { class: 'hint', 'data-field': 'zoneOverride' },
+          'zone set by an operator; the node reports ' + (n.reportedZone || 'no zone')) : null),
       h('td', {}, badge(n.status), n.onRing ? '' : h('div', { class: 'hint' }, 'off the ring')),
-      h('td', { class: 'num' }, n.onRing ? n.keyspaceSharePercent.toFixed(2) + ' %' : '—'),
+      h('td', { class: 'num', 'data-field': 'weight',
+        title: overridden(n, 'weight') ? 'set by an operator; the node reports ' + weightText(n.reportedWeight) : null },
+      weightText(n.weight), overridden(n, 'weight') ? ' *' : ''),
+      h('td', { class: 'num', 'data-field': 'points' }, n.onRing ? num(n.points) : '—'),
+      h('td', { class: 'num', 'data-field': 'share' }, n.onRing ? pct(n.keyspaceSharePercent) : '—'),
       h('td', { class: 'num', 'data-field': 'blobCount' }, num(n.blobCount)),
       h('td', { class: 'num' }, bytes(n.bytesUsed)),
       h('td', { class: 'num', 'data-field': 'freeBytes' }, bytes(n.freeBytes)),
@@ -264,14 +300,29 @@
           h('div', { class: 'hint' }, num(n.drain.done) + ' / ' + num(n.drain.total) + ' files, ETA ' + seconds(n.drain.etaSeconds)))
         : n.status !== 'DEREGISTERED'
           ? h('button', { onclick: () => preflight(state, n.nodeId), 'data-drain': n.nodeId }, 'Drain…')
-          : '')));
+          : ''));
+    const head = ['Node', 'Status', 'Weight#', 'Points#', 'Keyspace#', 'Blobs#', 'Used#', 'Free#', 'Last check', ''];
+    const groups = zoneGroups(list, ring).map((g) => h('tbody', { class: 'zone-group', 'data-zone': g.zone },
+      h('tr', { class: 'zone-head' }, h('th', { colspan: head.length },
+        h('span', { class: 'zone-name' }, g.zone || 'No zone'),
+        ' · ', h('span', { 'data-field': 'zoneShare' }, pct(g.share)), ' of the keyspace · ',
+        g.nodes.length + (g.nodes.length === 1 ? ' node' : ' nodes'),
+        g.zone ? '' : h('span', { class: 'hint' }, ' — each a zone of its own to the ring'))),
+      g.nodes.map(row)));
+    const anyOverride = list.some((n) => overridden(n, 'weight'));
     fill(view,
       h('h1', {}, 'Nodes'),
       state.drainPanel,
-      panel('Ring (' + ring.physicalNodes + ' nodes × ' + ring.virtualNodesPerNode + ' virtual nodes)',
-        h('div', { class: 'ring-wrap' }, drawing, legend)),
-      panel('Storage nodes',
-        table(['Node', 'Status', 'Keyspace#', 'Blobs#', 'Used#', 'Free#', 'Last check', ''], rows)));
+      panel('Ring (' + ring.physicalNodes + ' nodes, ' + num(ring.totalRingPositions) + ' points, ' +
+        ring.virtualNodesPerNode + ' per unit of weight)',
+      h('div', { class: 'ring-wrap' }, drawing, legend)),
+      panel('Storage nodes by zone',
+        h('table', { id: 'nodes' },
+          h('thead', {}, h('tr', {}, head.map((x) => h('th', { class: x.endsWith('#') ? 'num' : '' }, x.replace(/#$/, ''))))),
+          groups),
+        h('p', { class: 'hint' }, 'A zone is what fails as one; copies of a file go to distinct zones first. Shares count where keys fall, not bytes held. ' +
+          (anyOverride ? 'A weight marked * was set by an operator (dfs nodes set), not reported by the node. ' : '') +
+          'dfs nodes set NODE zone=<z> weight=<w> sets a node\'s zone and weight; -reset zone,weight returns to what the node reports.')));
   }
 
   // preflight asks what draining node would do and shows it, with the
