@@ -903,3 +903,19 @@ func TestJSONErrors(t *testing.T) {
 			"status": float64(413), "requestId": "req-fake-1", "file": good}}, jsonValues(t, stdout))
 	})
 }
+
+// dfs nodes -h says how to set and reset a zone and weight and what the
+// listing's * and - mean.
+func TestNodesHelpDocumentsPlacement(t *testing.T) {
+	code, stdout, _ := runDFS(t, "", "nodes", "-h")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "dfs nodes set [flags] NODE [zone=<z>] [weight=<w>] [-reset zone,weight]")
+	require.Contains(t, stdout, "`dfs nodes set NODE zone=<z> weight=<w>` sets one,\n`dfs nodes set NODE -reset zone,weight` drops it.")
+	require.Contains(t, stdout, "A zone or weight marked *\nis an operator's override")
+	require.Contains(t, stdout, "A\nzone of - is none")
+	code, stdout, _ = runDFS(t, "", "nodes", "set", "-h")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "zone= (empty) is no zone")
+	require.Contains(t, stdout, "a decimal > 0 and at most 1000")
+	require.Contains(t, stdout, "-reset L")
+}

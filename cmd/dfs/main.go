@@ -48,7 +48,7 @@ func commands() map[string]command {
 		"info":      {summary: "show a file's metadata and where its copies are", run: runInfo},
 		"rm":        {summary: "delete a file and all its copies: `dfs rm ID|BUCKET/KEY`", run: runRm},
 		"verify":    {summary: "re-hash every copy of a file, rebuilding bad ones", run: runVerify},
-		"nodes":     {summary: "list the storage nodes: status, ring membership, keyspace share", run: runNodes},
+		"nodes":     {summary: "list the storage nodes (status, zone, weight, keyspace share); set a zone and weight, show the ring, drain, rejoin", run: runNodes},
 		"health":    {summary: "show the cluster's health (exit status 0 only when UP)", run: runHealth},
 		"status":    {summary: "show how safe the data is now: files by healthy copies, failure headroom, per-node risk", run: runStatus},
 		"rebalance": {summary: "reconcile every file's copies with the ring now", run: runRebalance},
