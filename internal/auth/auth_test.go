@@ -18,6 +18,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/auth"
 	"github.com/dfs-project/dfs/internal/errs"
+	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/sigv4"
 )
@@ -257,4 +258,106 @@ func TestKeyCacheRevocation(t *testing.T) {
 	require.False(t, here.IsAdmin(ctx, "late-key"))
 	_, err = here.Basic(ctx, "late-key", "late-secret-1")
 	require.Equal(t, errs.Unauthorized, errs.KindOf(err))
+}
+
+// fakePeers is a Peers that delivers each Publish to every Keys sharing it,
+// at once, while it is live.
+type fakePeers struct {
+	live     bool
+	handlers []func(string)
+	sent     []string
+}
+
+func (p *fakePeers) Handle(kind string, fn func(string)) {
+	if kind == "access-key" {
+		p.handlers = append(p.handlers, fn)
+	}
+}
+
+func (p *fakePeers) Publish(_ context.Context, kind, key string) error {
+	p.sent = append(p.sent, kind+" "+key)
+	if !p.live {
+		return errs.E(errs.Unavailable, "redis is down")
+	}
+	for _, fn := range p.handlers {
+		fn(key)
+	}
+	return nil
+}
+
+func (p *fakePeers) Live() bool { return p.live }
+
+// countingStore counts the key rows read.
+type countingStore struct {
+	auth.Store
+	reads int
+}
+
+func (c *countingStore) GetAccessKey(ctx context.Context, k string) (meta.AccessKey, error) {
+	c.reads++
+	return c.Store.GetAccessKey(ctx, k)
+}
+
+// TestSharedKeysAreRevokedEverywhereAtOnce: coordinators sharing a store
+// hear each other's revocations and drop the key at once; while they cannot
+// hear them, and without Redis at all, the cache is not used.
+func TestSharedKeysAreRevokedEverywhereAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{Store: openStore(t)}
+	peers := &fakePeers{live: true}
+	here, there := newKeys(t, store, rootKey, rootSecret), newKeys(t, store, rootKey, rootSecret)
+	here.Share(peers)
+	there.Share(peers)
+
+	_, err := there.Create(ctx, "k", "shared-key", "shared-secret-1", false)
+	require.NoError(t, err)
+	for range 3 {
+		got, err := here.Secret(ctx, "shared-key")
+		require.NoError(t, err)
+		require.Equal(t, "shared-secret-1", got)
+	}
+	require.Equal(t, 1, store.reads, "while notices arrive the cache answers")
+
+	require.NoError(t, there.Delete(ctx, "shared-key"))
+	require.Equal(t, []string{"access-key shared-key"}, peers.sent)
+	_, err = here.Secret(ctx, "shared-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey, "revoked here at once, within the TTL")
+
+	// Notices cannot arrive: every lookup reads the row.
+	_, err = there.Create(ctx, "k2", "other-key", "other-secret-1", false)
+	require.NoError(t, err)
+	peers.live = false
+	store.reads = 0
+	for range 3 {
+		_, err := here.Secret(ctx, "other-key")
+		require.NoError(t, err)
+	}
+	require.Equal(t, 3, store.reads, "no cache while the subscription is down")
+	require.NoError(t, there.Delete(ctx, "other-key"), "a failed notice does not fail the revocation")
+	_, err = here.Secret(ctx, "other-key")
+	require.ErrorIs(t, err, sigv4.ErrUnknownKey)
+
+	// A shared store without Redis: never cached.
+	alone := newKeys(t, store, rootKey, rootSecret)
+	alone.Share(nil)
+	_, err = there.Create(ctx, "k3", "third-key", "third-secret-1", false)
+	require.NoError(t, err)
+	store.reads = 0
+	for range 2 {
+		_, err := alone.Secret(ctx, "third-key")
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, store.reads)
+
+	// A subscription (re)established drops everything held.
+	peers.live = true
+	_, err = here.Secret(ctx, "third-key")
+	require.NoError(t, err)
+	store.reads = 0
+	for _, fn := range peers.handlers {
+		fn("")
+	}
+	_, err = here.Secret(ctx, "third-key")
+	require.NoError(t, err)
+	require.Equal(t, 1, store.reads, "read again after the cache was dropped")
 }

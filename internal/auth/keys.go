@@ -52,6 +52,11 @@ type Keys struct {
 	// now is the clock of the lookup cache; tests set it.
 	now func() time.Time
 
+	// shared says other coordinators may revoke keys in the same store;
+	// then the cache answers only while peers is live.
+	shared bool
+	peers  Peers
+
 	mu     sync.Mutex
 	cached map[string]cachedKey
 	// revoked counts the keys forgotten, so that a read begun before a
@@ -61,9 +66,23 @@ type Keys struct {
 
 // KeyCacheTTL is how long a stored key's unsealed secret is reused without
 // reading its row again. A key revoked through this coordinator stops
-// working at once; one revoked through another stops here within the TTL.
-// Unknown keys are not cached, so a new key works at once everywhere.
+// working at once, and through another as soon as its notice arrives (see
+// Share). Unknown keys are not cached, so a new key works at once
+// everywhere.
 const KeyCacheTTL = 2 * time.Second
+
+// Peers carries revocations between coordinators sharing a metadata store
+// (redisx.Invalidations): Publish tells the others, Handle receives theirs
+// ("" meaning everything may be stale), and Live says whether theirs reach
+// this one now.
+type Peers interface {
+	Publish(ctx context.Context, kind, key string) error
+	Handle(kind string, fn func(key string))
+	Live() bool
+}
+
+// peerKind is the kind of a key's revocation on Peers.
+const peerKind = "access-key"
 
 // maxCachedKeys bounds the cache, cleared whole when it is reached.
 const maxCachedKeys = 10000
@@ -96,6 +115,23 @@ func New(store Store, rootKey, rootSecret string, log *slog.Logger) (*Keys, erro
 		}
 	}
 	return k, nil
+}
+
+// Share says that other coordinators use the same metadata store. Each
+// revocation is then published on peers, and the cache answers only while
+// peers is live: with peers nil (no Redis), or while their notices cannot
+// arrive, every lookup reads the key's row. Call it before serving.
+func (k *Keys) Share(peers Peers) {
+	k.shared, k.peers = true, peers
+	if peers != nil {
+		peers.Handle(peerKind, func(accessKey string) {
+			if accessKey == "" {
+				k.forgetAll()
+				return
+			}
+			k.forget(accessKey)
+		})
+	}
 }
 
 // Enabled reports whether a root key is set, and so whether requests are
@@ -191,6 +227,12 @@ func (k *Keys) Delete(ctx context.Context, accessKey string) error {
 	}
 	err := k.store.DeleteAccessKey(ctx, accessKey)
 	k.forget(accessKey) // even on an error: the row may be gone
+	if k.peers != nil {
+		if perr := k.peers.Publish(ctx, peerKind, accessKey); perr != nil {
+			k.log.Warn("the other coordinators were not told of a revoked access key; one whose notices still arrive keeps it for up to the key cache's TTL",
+				"access_key", accessKey, "ttl", KeyCacheTTL, "err", perr)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -214,11 +256,28 @@ func (k *Keys) forget(accessKey string) {
 	k.mu.Unlock()
 }
 
+func (k *Keys) forgetAll() {
+	k.mu.Lock()
+	k.cached = nil
+	k.revoked++
+	k.mu.Unlock()
+}
+
+// trusted reports whether the cache may answer: always for a store this
+// process alone writes, and for a shared one while revocations from the
+// other coordinators arrive.
+func (k *Keys) trusted() bool {
+	return !k.shared || (k.peers != nil && k.peers.Live())
+}
+
 // lookup finds a key's secret and whether it is an admin, from the cache
 // while its entry is fresh.
 func (k *Keys) lookup(ctx context.Context, accessKey string) (string, bool, error) {
 	if k.rootKey != "" && accessKey == k.rootKey {
 		return k.rootSecret, true, nil
+	}
+	if !k.trusted() {
+		return k.read(ctx, accessKey)
 	}
 	now := k.now()
 	k.mu.Lock()
@@ -234,7 +293,9 @@ func (k *Keys) lookup(ctx context.Context, accessKey string) (string, bool, erro
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.revoked != revoked {
+	// A revocation, or a lost subscription, while the row was read: what
+	// was read may be older than it.
+	if k.revoked != revoked || !k.trusted() {
 		return secret, admin, nil
 	}
 	if k.cached == nil || len(k.cached) >= maxCachedKeys {

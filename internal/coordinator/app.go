@@ -64,6 +64,9 @@ type App struct {
 	ops        *ops.Tracker        // this process's rebalances, drains and repairs
 	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
 	redis      *redisx.Client      // nil without REDIS_URL
+	// invalidations carries cache invalidations between coordinators
+	// sharing a PostgreSQL store; nil with the embedded store or no Redis.
+	invalidations *redisx.Invalidations
 	// notices publishes membership changes to Redis, off the registry's
 	// path; nil without REDIS_URL.
 	notices *taskq.Queue
@@ -229,6 +232,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		a.close()
 		return nil, err
 	}
+	if cfg.DatabaseURL != "" {
+		// Other coordinators may share the database: what they revoke
+		// reaches this one's caches through Redis, and without it (or
+		// while it is away) those caches are not used.
+		if a.redis != nil {
+			a.invalidations = a.redis.Invalidations()
+			keys.Share(a.invalidations)
+		} else {
+			keys.Share(nil)
+		}
+	}
 	if keys.Enabled() && cfg.ClusterToken == "" {
 		log.Warn("ROOT_ACCESS_KEY is set but CLUSTER_TOKEN is not: node registration and corruption reports, which storage nodes make without an access key, are accepted from anyone who reaches this port; set CLUSTER_TOKEN on the coordinator and every node")
 	}
@@ -323,7 +337,7 @@ var triggers = map[membership.EventKind]rebalance.Trigger{
 	// A node with a new disk is a recovered node with nothing on it: the
 	// RECOVERED rebalance visits every file with a copy row on it, finds
 	// the copy absent and rebuilds it at once.
-	membership.DiskReplaced: rebalance.Recovered,
+	membership.DiskReplaced:     rebalance.Recovered,
 	membership.PlacementChanged: rebalance.PlacementChanged,
 }
 
@@ -465,6 +479,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	bgLoops.Go("file service", func() { a.files.Run(bg) })
 	if a.notices != nil {
 		bgLoops.Go("membership notices", func() { a.notices.Run(bg) })
+	}
+	if a.invalidations != nil {
+		bgLoops.Go("redis cache invalidations", func() { a.invalidations.Run(bg) })
 	}
 	if a.redis != nil {
 		bgLoops.Go("redis membership subscription", func() {

@@ -120,7 +120,7 @@ const subscribeQuietFactor = 10
 func (c *Client) SubscribeMembership(ctx context.Context, fn func(nodeID string)) {
 	wait := subscribeRetryFirst
 	for ctx.Err() == nil {
-		if c.subscribeOnce(ctx, fn) {
+		if c.subscribeOnce(ctx, c.membershipChan(), fn) {
 			wait = subscribeRetryFirst
 		}
 		select {
@@ -131,10 +131,11 @@ func (c *Client) SubscribeMembership(ctx context.Context, fn func(nodeID string)
 	}
 }
 
-// subscribeOnce holds one subscription until it fails or ctx ends, and
-// reports whether it was established.
-func (c *Client) subscribeOnce(ctx context.Context, fn func(nodeID string)) (established bool) {
-	ps := c.rdb.Subscribe(ctx, c.membershipChan())
+// subscribeOnce holds one subscription to channel until it fails or ctx
+// ends, and reports whether it was established. fn gets "" once the
+// subscription is established and each message's payload after that.
+func (c *Client) subscribeOnce(ctx context.Context, channel string, fn func(payload string)) (established bool) {
+	ps := c.rdb.Subscribe(ctx, channel)
 	defer ps.Close()
 	// A blocked receive watches only its timeout; closing the subscription
 	// is what ends it when ctx does.
