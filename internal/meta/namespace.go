@@ -29,6 +29,10 @@ type Object struct {
 	// Content-Encoding, Content-Language and Expires.
 	Headers    map[string]string
 	ModifiedAt time.Time
+	// Precondition, when set on an object being written, is checked in the
+	// transaction that moves the key (PutObject, and an upload's final
+	// write); it is never stored, and a read leaves it nil.
+	Precondition *Precondition
 }
 
 // AccessKey is an S3 / REST credential. Secret is stored as the caller gives
@@ -72,12 +76,18 @@ type Namespace interface {
 	// PutObject points o.Key at o.FileID in one transaction and returns the
 	// file the key held before ("" if none), which the caller deletes: the
 	// key moves only once the new file is complete. NotFound when the bucket
-	// is absent, Invalid when the file is.
+	// is absent, Invalid when the file is; with o.Precondition, its errors
+	// (Precondition.Check) when what the key holds does not meet it, the key
+	// then left as it was.
 	PutObject(ctx context.Context, o *Object) (replaced string, err error)
 	GetObject(ctx context.Context, bucket, key string) (Object, error)
 	// DeleteObject removes the key and returns what it held. NotFound if
 	// absent.
 	DeleteObject(ctx context.Context, bucket, key string) (Object, error)
+	// DeleteObjectIf is DeleteObject if what the key holds meets p, checked
+	// in the delete's transaction: NotFound when the key is absent and p
+	// names ETags, Conflict (ErrPreconditionFailed) when p does not hold.
+	DeleteObjectIf(ctx context.Context, bucket, key string, p Precondition) (Object, error)
 	// ObjectsAfter is one page of keys in byte order, by the (bucket, key)
 	// index: a range read, never a scan.
 	ObjectsAfter(ctx context.Context, q ObjectQuery) ([]Object, error)

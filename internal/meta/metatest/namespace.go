@@ -22,7 +22,8 @@ type NamespaceStore interface {
 // objects and their atomic replacement (by PutObject, and by an upload's
 // final write, meta.Store.UpdateFileAndPutObject), listings in byte order
 // with prefixes, delimiters and pages, the tie of an object to its file,
-// and access keys.
+// access keys, and conditional writes and deletes (meta.Precondition),
+// checked atomically with the write.
 func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 	tests := []struct {
 		name string
@@ -41,6 +42,11 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"ListingMatchesAModel", testListingMatchesAModel},
 		{"AccessKeys", testAccessKeys},
 		{"Uploads", testUploads},
+		{"ConditionalPut", testConditionalPut},
+		{"ConditionalFinalWrite", testConditionalFinalWrite},
+		{"ConditionalCreatesRaceExactlyOneWins", testConditionalCreatesRace},
+		{"ConditionalSwapsRaceExactlyOneWins", testConditionalSwapsRace},
+		{"ConditionalDelete", testConditionalDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -154,6 +154,9 @@ func prepareObject(o *meta.Object) error {
 // replaced. When the key is new, an insert that loses the race to another
 // one waits for it to commit; the transaction is READ COMMITTED, so the
 // next look, a statement of its own, sees that row and updates it.
+// o.Precondition is checked against the row locked (or the key's absence
+// that the insert then proves), so it fails, writing nothing, when another
+// writer's object is there.
 func putObject(ctx context.Context, tx pgx.Tx, o *meta.Object) (string, error) {
 	var one int
 	if err := tx.QueryRow(ctx, `SELECT 1 FROM buckets WHERE name = $1`, o.Bucket).Scan(&one); err != nil {
@@ -163,9 +166,18 @@ func putObject(ctx context.Context, tx pgx.Tx, o *meta.Object) (string, error) {
 		return "", err
 	}
 	for {
-		var replaced string
-		err := tx.QueryRow(ctx, `SELECT file_id::text FROM objects WHERE bucket = $1 AND object_key = $2 FOR UPDATE`,
-			o.Bucket, []byte(o.Key)).Scan(&replaced)
+		var replaced, etag string
+		err := tx.QueryRow(ctx, `SELECT file_id::text, etag FROM objects WHERE bucket = $1 AND object_key = $2 FOR UPDATE`,
+			o.Bucket, []byte(o.Key)).Scan(&replaced, &etag)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", err
+		}
+		// A row found is locked until the transaction ends; a key found
+		// absent is inserted below only if no other writer's row came
+		// first, else the look is made again, and sees that row.
+		if err := o.Precondition.Check(o.Bucket, o.Key, err == nil, etag); err != nil {
+			return "", err
+		}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			tag, err := tx.Exec(ctx, `INSERT INTO objects (`+insertObjectColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -175,8 +187,6 @@ func putObject(ctx context.Context, tx pgx.Tx, o *meta.Object) (string, error) {
 				return "", err
 			}
 			continue
-		case err != nil:
-			return "", err
 		}
 		_, err = tx.Exec(ctx, `UPDATE objects SET file_id = $3, size_bytes = $4, etag = $5, content_type = $6,
 			headers = $7, modified_at = $8 WHERE bucket = $1 AND object_key = $2`,

@@ -166,7 +166,8 @@ func prepareObject(o *meta.Object) (string, error) {
 }
 
 // putObject is PutObject's write, inside tx: it returns the file the key
-// held before, "" when none or when it held o's file already.
+// held before, "" when none or when it held o's file already. It fails,
+// writing nothing, when o.Precondition does not hold.
 func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, headers string) (string, error) {
 	var one int
 	if err := s.ws.queryRow(ctx, tx, sqlBucketExists, o.Bucket).Scan(&one); err != nil {
@@ -175,9 +176,14 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, heade
 		}
 		return "", err
 	}
-	var replaced string
-	err := s.ws.queryRow(ctx, tx, sqlObjectFileID, o.Bucket, []byte(o.Key)).Scan(&replaced)
+	var replaced, etag string
+	err := s.ws.queryRow(ctx, tx, sqlObjectFileID, o.Bucket, []byte(o.Key)).Scan(&replaced, &etag)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	// The committer runs one write at a time: what was just read is what
+	// the key holds until this transaction ends.
+	if err := o.Precondition.Check(o.Bucket, o.Key, err == nil, etag); err != nil {
 		return "", err
 	}
 	if _, err := s.ws.exec(ctx, tx, sqlPutObject,
@@ -195,7 +201,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, heade
 // (UpdateFileAndPutObject) or alone.
 var (
 	sqlBucketExists = `SELECT 1 FROM buckets WHERE name = ?`
-	sqlObjectFileID = `SELECT file_id FROM objects WHERE bucket = ? AND object_key = ?`
+	sqlObjectFileID = `SELECT file_id, etag FROM objects WHERE bucket = ? AND object_key = ?`
 	sqlPutObject    = `INSERT INTO objects (` + objectColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, object_key) DO UPDATE SET file_id = excluded.file_id, size_bytes = excluded.size_bytes,
 		etag = excluded.etag, content_type = excluded.content_type, headers = excluded.headers,
