@@ -54,16 +54,24 @@ type PutRequest struct {
 	ContentMD5  string
 	ContentType string
 	Headers     map[string]string
+	// Precondition, when set, is what the key's object must be for the
+	// key to move (a conditional write): checked before the body is read,
+	// and again, atomically, in the write that moves the key.
+	Precondition *meta.Precondition
 }
 
 // Put uploads the body as a new file and points the key at it, in the
 // transaction that commits the file (a body stored as chunks: just after,
 // by Bind); the file the key held before is deleted after the key has
 // moved. A failed upload (a body cut short, a digest that does not match, a
-// bucket deleted meanwhile) leaves the key as it was.
+// bucket deleted meanwhile, a precondition that no longer holds) leaves the
+// key as it was, and its file is deleted.
 func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.UploadResult, error) {
 	sum, err := newMD5Reader(req.Body, req.ContentMD5)
 	if err != nil {
+		return meta.Object{}, files.UploadResult{}, err
+	}
+	if err := s.Check(ctx, req.Bucket, req.Key, req.Precondition); err != nil {
 		return meta.Object{}, files.UploadResult{}, err
 	}
 	if req.ContentType == "" {
@@ -72,7 +80,7 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 	// The ETag is read once the body has been read whole.
 	object := func(f meta.File) meta.Object {
 		return meta.Object{Bucket: req.Bucket, Key: req.Key, FileID: f.ID, SizeBytes: f.SizeBytes, ETag: sum.etag(),
-			ContentType: req.ContentType, Headers: req.Headers}
+			ContentType: req.ContentType, Headers: req.Headers, Precondition: req.Precondition}
 	}
 	res, err := s.Files.Upload(ctx, files.UploadRequest{FileName: path.Base(req.Key), ContentType: req.ContentType, Body: sum,
 		Object: object})
@@ -98,8 +106,8 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 // Bind points o.Key at o.FileID, a complete file committed without its key
 // (stored as chunks, or made by a multipart completion), and deletes the
 // file the key held before. When the key cannot be recorded (the bucket
-// went away while the bytes were uploading) the new file is deleted
-// instead.
+// went away while the bytes were uploading, o.Precondition no longer
+// holds) the new file is deleted instead.
 func (s *Service) Bind(ctx context.Context, o *meta.Object) error {
 	replaced, err := s.Namespace.PutObject(ctx, o)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/httpx"
+	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/objects"
 	"github.com/dfs-project/dfs/internal/sigv4"
 )
@@ -66,6 +67,8 @@ func toS3(err error) *Error {
 		return errIncompleteBody
 	}
 	switch {
+	case errors.Is(err, meta.ErrPreconditionFailed):
+		return errPrecondition
 	case errors.Is(err, objects.ErrDigest):
 		return errBadDigest
 	case errors.Is(err, objects.ErrInvalidDigest):

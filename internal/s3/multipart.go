@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -244,11 +245,21 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *request) error {
 	if len(req.Parts) == 0 {
 		return errMalformedXML
 	}
+	cond, err := writePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	u, err := s.upload(r)
 	if err == errNoSuchUpload {
 		return s.completedBefore(w, r, req)
 	}
 	if err != nil {
+		return err
+	}
+	// A precondition known not to hold is answered while the upload and
+	// its parts are still there, for the client to abort or complete
+	// elsewhere; the key's move checks it again.
+	if err := s.objects.Check(r.Context(), u.Bucket, u.Key, cond); err != nil {
 		return err
 	}
 	received, err := s.o.Sessions.Parts(r.Context(), u.SessionID)
@@ -291,8 +302,17 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *request) error {
 	if contentType == "" {
 		contentType = objects.DefaultContentType
 	}
-	o := meta.Object{Bucket: u.Bucket, Key: u.Key, FileID: fileID, SizeBytes: size, ETag: etag, ContentType: contentType, Headers: u.Headers}
+	o := meta.Object{Bucket: u.Bucket, Key: u.Key, FileID: fileID, SizeBytes: size, ETag: etag, ContentType: contentType, Headers: u.Headers,
+		Precondition: cond}
 	if err := s.objects.Bind(r.Context(), &o); err != nil {
+		if errors.Is(err, meta.ErrPreconditionFailed) || errs.CodeOf(err) == errs.CodeObjectNotFound {
+			// Another write of the key came between the check above and
+			// the move: the parts made a file, which Bind deleted, so the
+			// upload is gone with them.
+			if derr := s.o.Namespace.DeleteUpload(r.Context(), u.ID); derr != nil {
+				s.log.Warn("the record of an upload whose completion lost its precondition was not removed", "upload", u.ID, "err", derr)
+			}
+		}
 		return err
 	}
 	if err := s.o.Namespace.DeleteUpload(r.Context(), u.ID); err != nil {

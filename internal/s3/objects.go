@@ -67,11 +67,16 @@ func (s *Server) putObject(w http.ResponseWriter, r *request) error {
 	if err := checkKey(r.key); err != nil {
 		return err
 	}
+	cond, err := writePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
 	o, _, err := s.objects.Put(r.Context(), objects.PutRequest{Bucket: r.bucket, Key: r.key, Body: r.Body,
-		ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header)})
+		ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header),
+		Precondition: cond})
 	if err != nil {
 		return err
 	}
@@ -226,7 +231,15 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *request) error {
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
-	if err := s.objects.Delete(r.Context(), r.bucket, r.key); err != nil {
+	var err error
+	if v := r.Header.Get("If-Match"); v != "" {
+		// A conditional delete: a key that holds nothing is NoSuchKey, an
+		// object without the ETag named PreconditionFailed.
+		err = s.objects.DeleteIf(r.Context(), r.bucket, r.key, meta.Precondition{ETags: etagList(v)})
+	} else {
+		err = s.objects.Delete(r.Context(), r.bucket, r.key)
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -239,6 +252,9 @@ type deleteRequest struct {
 	Objects []struct {
 		Key       string
 		VersionID string `xml:"VersionId"`
+		// ETag, when set, makes the entry's delete conditional, as an
+		// If-Match on DeleteObject.
+		ETag string
 	} `xml:"Object"`
 }
 
@@ -276,7 +292,10 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *request) error {
 		if err == nil && o.VersionID != "" && o.VersionID != nullVersion {
 			err = errNoSuchVersion
 		}
-		if err == nil {
+		switch {
+		case err == nil && o.ETag != "":
+			err = s.objects.DeleteIf(r.Context(), r.bucket, o.Key, meta.Precondition{ETags: etagList(o.ETag)})
+		case err == nil:
 			err = s.objects.Delete(r.Context(), r.bucket, o.Key)
 		}
 		if err != nil {
@@ -323,6 +342,10 @@ func (s *Server) copyObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	cond, err := writePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
@@ -351,13 +374,18 @@ func (s *Server) copyObject(w http.ResponseWriter, r *request) error {
 	default:
 		return invalidArgument("x-amz-metadata-directive must be COPY or REPLACE")
 	}
+	// The destination's precondition, checked before the source is read;
+	// the write that moves the key checks it again.
+	if err := s.objects.Check(r.Context(), r.bucket, r.key, cond); err != nil {
+		return err
+	}
 	d, err := s.o.Files.Open(r.Context(), src.FileID, byterange.Request{})
 	if err != nil {
 		return err
 	}
 	defer d.Body.Close()
 	o, _, err := s.objects.Put(r.Context(), objects.PutRequest{Bucket: r.bucket, Key: r.key, Body: d.Body,
-		ContentType: contentType, Headers: headers})
+		ContentType: contentType, Headers: headers, Precondition: cond})
 	if err != nil {
 		return err
 	}

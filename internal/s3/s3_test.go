@@ -366,9 +366,9 @@ func TestOnlyPrivateACLsAreAccepted(t *testing.T) {
 }
 
 // TestUnhonouredHeadersAnswer501: a request asking for encryption at rest,
-// an object lock or a conditional write is refused and stores nothing;
-// taken without them, a client would believe it had what it asked for
-// (an If-None-Match: * lock that overwrote another's, say).
+// an object lock or a condition dfs does not check is refused and stores
+// nothing; taken without them, a client would believe it had what it asked
+// for.
 func TestUnhonouredHeadersAnswer501(t *testing.T) {
 	srv, mf := newServer(t, "us-east-1", "")
 	status, body := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
@@ -379,10 +379,11 @@ func TestUnhonouredHeadersAnswer501(t *testing.T) {
 		method, path string
 		hdr          []string
 	}{
-		{http.MethodPut, "/bkt/lock", []string{"If-None-Match", "*"}},
-		{http.MethodPut, "/bkt/lock", []string{"If-Match", `"0123"`}},
-		{http.MethodDelete, "/bkt/lock", []string{"If-Match", `"0123"`}},
-		{http.MethodPut, "/bkt/lock", []string{"X-Amz-Copy-Source", "/bkt/lock", "X-Amz-Metadata-Directive", "REPLACE", "If-None-Match", "*"}},
+		// Conditions dfs would not check: an ETag in If-None-Match on a
+		// write, If-None-Match on a delete, either on UploadPart.
+		{http.MethodPut, "/bkt/lock", []string{"If-None-Match", `"0123"`}},
+		{http.MethodDelete, "/bkt/lock", []string{"If-None-Match", "*"}},
+		{http.MethodPut, "/bkt/lock?uploadId=u&partNumber=1", []string{"If-Match", `"0123"`}},
 		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption", "AES256"}},
 		{http.MethodPut, "/bkt/secret", []string{"X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256"}},
 		{http.MethodPut, "/bkt/locked", []string{"X-Amz-Object-Lock-Mode", "COMPLIANCE"}},

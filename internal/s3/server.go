@@ -178,9 +178,10 @@ func grants(h http.Header) string {
 
 // unhonoured names a header of r that asks for something dfs does not do
 // and that a client would take as done if the request succeeded without
-// it: encryption at rest, an object lock, or a conditional write (a PUT,
-// POST or DELETE of an object with If-Match or If-None-Match, which a lock
-// built on If-None-Match: * relies on). "" when there is none.
+// it: encryption at rest, an object lock, or If-Match or If-None-Match on
+// a write of an object other than those that honour them
+// (conditionalWrite: UploadPart, CreateMultipartUpload, If-None-Match on
+// a DELETE). "" when there is none.
 func unhonoured(r *request) string {
 	for name := range r.Header {
 		if strings.HasPrefix(name, "X-Amz-Server-Side-Encryption") || strings.HasPrefix(name, "X-Amz-Copy-Source-Server-Side-Encryption") ||
@@ -188,7 +189,7 @@ func unhonoured(r *request) string {
 			return name
 		}
 	}
-	if r.key != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.key != "" && r.Method != http.MethodGet && r.Method != http.MethodHead && !conditionalWrite(r, r.URL.Query()) {
 		for _, name := range []string{"If-Match", "If-None-Match"} {
 			if r.Header.Get(name) != "" {
 				return name + " (a conditional write)"
