@@ -10,6 +10,8 @@ package meta
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -357,6 +359,15 @@ type Store interface {
 	// counts once, by the fewest healthy copies of its chunks; chunks of an
 	// upload session not completed count nowhere.
 	Durability(ctx context.Context, healthyNodes []string) (Durability, error)
+	// ZoneDurability counts, over the readable files and their healthy
+	// copies as Durability does, what the failure of a whole zone would do
+	// now. healthyZones maps each healthy node's ID to its placement zone;
+	// a node mapped to "" is a zone of its own. It is one aggregate query
+	// over every healthy copy in one snapshot, never a walk of the files in
+	// Go. A chunked file counts once: it is left with what its worst chunk
+	// is left with, and it spans as few zones as the chunk that spans the
+	// fewest.
+	ZoneDurability(ctx context.Context, healthyZones map[string]string) (ZoneDurability, error)
 
 	// ChunksOf returns the chunks whose parent is parentID (a file or a
 	// part), with their replicas, ordered by part and index.
@@ -419,6 +430,86 @@ type NodeDurability struct {
 	// here), and FilesLeftWithNoCopy those whose only one is here.
 	FilesLeftWithOneCopy int
 	FilesLeftWithNoCopy  int
+}
+
+// ZoneDurability is what the failure of a whole zone would do now, counted
+// by Store.ZoneDurability.
+type ZoneDurability struct {
+	// Zones holds one entry per distinct zone of the healthy nodes: the
+	// named zones in name order, then each zoneless node's own zone, in
+	// node ID order.
+	Zones []ZoneRisk
+	// Files is the number of readable files counted.
+	Files int
+	// MinZones is the fewest distinct zones any readable file's healthy
+	// copies are in (0 for a file with none); 0 when Files is 0.
+	MinZones int
+	// Collapsed counts the readable files whose healthy copies are in fewer
+	// distinct zones than the smaller of their number and len(Zones): two
+	// of them share a zone when they need not (a chunked file counts once
+	// when one of its chunks is so).
+	Collapsed int
+}
+
+// ZoneRisk is what the failure of every node of one zone at once would do
+// now.
+type ZoneRisk struct {
+	// Zone is the zone's name; "" for the zone of a node without one, whose
+	// only node is Nodes[0].
+	Zone string
+	// Nodes are the zone's healthy nodes, in ID order.
+	Nodes []string
+	// FilesLeftWithOneCopy counts the files with more than one healthy copy
+	// now that would be left with exactly one, FilesLeftWithNoCopy those
+	// with some now that would be left with none: every healthy copy of
+	// one of their chunks is in the zone.
+	FilesLeftWithOneCopy int
+	FilesLeftWithNoCopy  int
+}
+
+// FailureHeadroom is how many zones can fail now, whichever they are,
+// without a readable file losing its last healthy copy: MinZones minus
+// one, never below zero. With no readable file it is what a file written
+// now could survive: the smaller of the number of zones and rf, minus one,
+// never below zero.
+func (z ZoneDurability) FailureHeadroom(rf int) int {
+	lowest := z.MinZones
+	if z.Files == 0 {
+		lowest = min(len(z.Zones), rf)
+	}
+	return max(lowest-1, 0)
+}
+
+// HealthyZones groups the healthy nodes of healthyZones (node ID to
+// placement zone, "" for a node that is a zone of its own) into zones, in
+// the order of ZoneDurability.Zones, with nothing counted yet, and returns
+// each node's index in that list. The stores number the zones so for
+// their queries: a zone's number is its index.
+func HealthyZones(healthyZones map[string]string) ([]ZoneRisk, map[string]int) {
+	named := map[string][]string{}
+	var alone []string
+	for node, zone := range healthyZones {
+		if zone == "" {
+			alone = append(alone, node)
+		} else {
+			named[zone] = append(named[zone], node)
+		}
+	}
+	zones := make([]ZoneRisk, 0, len(named)+len(alone))
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		zones = append(zones, ZoneRisk{Zone: name, Nodes: slices.Sorted(slices.Values(named[name]))})
+	}
+	slices.Sort(alone)
+	for _, node := range alone {
+		zones = append(zones, ZoneRisk{Nodes: []string{node}})
+	}
+	index := make(map[string]int, len(healthyZones))
+	for i, z := range zones {
+		for _, node := range z.Nodes {
+			index[node] = i
+		}
+	}
+	return zones, index
 }
 
 // Files is the number of readable files counted.

@@ -429,7 +429,7 @@ func TestEveryStoreMethodIsDecided(t *testing.T) {
 		"Ping", "Close", "CreateNode", "GetNode", "ListNodes", "UpdateNode", "FileByIdempotencyKey", "ListFiles",
 		"FileIDsOnNode", "FileIDsByStatus", "FileIDsInRanges", "CountFilesByStatus", "AcquireLease", "PruneLeases",
 		"ReleaseLease", "FilesAfter", "GetState", "PutState", "BumpMembershipEpoch", "Epochs", "CompleteRebalance",
-		"Durability", "ChunksOf", "CreateSession", "GetSession", "ListSessions", "ExpiredSessions", "BeginPart",
+		"Durability", "ZoneDurability", "ChunksOf", "CreateSession", "GetSession", "ListSessions", "ExpiredSessions", "BeginPart",
 		"FileIDsByRisk", "RepairQueue",
 	}
 	require.ElementsMatch(t, metatest.StoreMethods(), append(cached, passThrough...))
