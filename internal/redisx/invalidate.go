@@ -2,16 +2,23 @@ package redisx
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dfs-project/dfs/internal/errs"
 )
 
 // Invalidations is the channel on which coordinators sharing a metadata
 // store tell each other which cached entries a write made stale. Each
-// message is "<kind> <key>"; a handler registered for the kind drops the
-// key from its cache. While this coordinator's subscription is not up (Redis
+// message is "<kind> <key> <id>"; a handler registered for the kind drops
+// the key from its cache, and each receiver then counts itself in the
+// message's acknowledgement counter, so that Publish returns only once every
+// subscribed coordinator has dropped the entry. While this coordinator's subscription is not up (Redis
 // unreachable, or the subscription not yet re-established) messages from
 // others are lost, so Live is false and a cache must not answer from what it
 // holds; each time the subscription is (re)established every handler is
@@ -25,6 +32,18 @@ type Invalidations struct {
 }
 
 func (c *Client) invalidationsChan() string { return c.key("invalidate") }
+
+// invalidationAck is the counter of the receivers of message id. The hash
+// tag keeps it on one Redis Cluster shard.
+func (c *Client) invalidationAck(id string) string { return c.key("invalidate-ack:{" + id + "}") }
+
+// Acknowledgement timing: how long Publish waits for every receiver, how
+// often it looks, and how long a counter outlives its message.
+const (
+	ackWait   = time.Second
+	ackPoll   = time.Millisecond
+	ackExpiry = 30 * time.Second
+)
 
 // Invalidations returns the client's invalidation channel. Register its
 // handlers, then Run it.
@@ -45,11 +64,42 @@ func (v *Invalidations) Handle(kind string, fn func(key string)) {
 func (v *Invalidations) Live() bool { return v.live.Load() }
 
 // Publish tells every coordinator, this one included, that key of kind is
-// stale. An error means the others may not have heard it.
+// stale, and returns once each that received the message has dropped the
+// entry. An error means some may not have: Redis did not answer, or a
+// receiver did not confirm within a second (its subscription may be dying).
 func (v *Invalidations) Publish(ctx context.Context, kind, key string) error {
+	id := newToken()
 	cctx, cancel := v.c.cmdCtx(ctx)
-	defer cancel()
-	return v.c.check(ctx, "invalidate_publish", v.c.rdb.Publish(cctx, v.c.invalidationsChan(), kind+" "+key).Err())
+	receivers, err := v.c.rdb.Publish(cctx, v.c.invalidationsChan(), kind+" "+key+" "+id).Result()
+	cancel()
+	if err := v.c.check(ctx, "invalidate_publish", err); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(ackWait)
+	var acked int64
+	for {
+		cctx, cancel := v.c.cmdCtx(ctx)
+		acked, err = v.c.rdb.Get(cctx, v.c.invalidationAck(id)).Int64()
+		cancel()
+		if errors.Is(err, redis.Nil) {
+			acked, err = 0, nil
+		}
+		if err := v.c.check(ctx, "invalidate_ack", err); err != nil {
+			return err
+		}
+		if acked >= receivers || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(ackPoll):
+		}
+	}
+	if acked < receivers {
+		return errs.E(errs.Unavailable, "%d of the %d coordinators that received the invalidation confirmed it within %v", acked, receivers, ackWait)
+	}
+	return nil
 }
 
 // Run holds the subscription until ctx ends, subscribing again with backoff
@@ -86,8 +136,22 @@ func (v *Invalidations) deliver(payload string) {
 		}
 		return
 	}
-	kind, key, ok := strings.Cut(payload, " ")
-	if fn := v.handlers[kind]; ok && fn != nil && key != "" {
-		fn(key)
+	f := strings.Fields(payload)
+	if len(f) != 3 {
+		return
 	}
+	if fn := v.handlers[f[0]]; fn != nil {
+		fn(f[1])
+	}
+	// Counted whether or not this coordinator caches the kind: the
+	// publisher waits for every receiver.
+	ctx, cancel := v.c.cmdCtx(context.Background())
+	defer cancel()
+	ack := v.c.invalidationAck(f[2])
+	_, err := v.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, ack)
+		p.PExpire(ctx, ack, ackExpiry)
+		return nil
+	})
+	_ = v.c.check(ctx, "invalidate_ack", err)
 }
