@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,12 +16,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/files"
+	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/objects"
+	"github.com/dfs-project/dfs/internal/s3"
 )
 
 func md5hex(s string) string {
@@ -277,4 +283,65 @@ func TestConditionalComplete(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "multipart fresh", body)
 	require.Len(t, s.files.data, 2, "the object replaced by the conditional Complete was deleted")
+}
+
+// intrudingSessions writes the key of the upload being completed just
+// before the completion makes its file, as another client's PutObject
+// landing between a Complete's early check and its key's move would.
+type intrudingSessions struct {
+	*memSessions
+	store interface {
+		PutObject(ctx context.Context, o *meta.Object) (string, error)
+	}
+	bucket, key string
+}
+
+func (s *intrudingSessions) CompleteSession(ctx context.Context, id string, parts []int) (string, int64, error) {
+	res, err := s.files.Upload(ctx, files.UploadRequest{FileName: "intruder", Body: strings.NewReader("intruder")})
+	if err != nil {
+		return "", 0, err
+	}
+	if _, err := s.store.PutObject(ctx, &meta.Object{Bucket: s.bucket, Key: s.key, FileID: res.FileID, SizeBytes: res.SizeBytes,
+		ETag: md5hex("intruder"), ContentType: "text/plain"}); err != nil {
+		return "", 0, err
+	}
+	return s.memSessions.CompleteSession(ctx, id, parts)
+}
+
+// TestConditionalCompleteLosesTheRace: a Complete whose If-None-Match: *
+// held when it arrived but not when its key was to move is 412; the file
+// its parts made is deleted and the upload is gone with them.
+func TestConditionalCompleteLosesTheRace(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	mf := &memFiles{store: store, data: map[string][]byte{}}
+	sessions := &intrudingSessions{memSessions: &memSessions{files: mf, parts: map[string]map[int][]byte{}}, store: store, bucket: "bkt", key: "lock"}
+	srv := httptest.NewServer(s3.New(s3.Options{Files: mf, Namespace: store, Keys: oneKey{}, Region: "us-east-1", Sessions: sessions}))
+	t.Cleanup(srv.Close)
+	c := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("AK", "SECRET-KEY", "")})
+	ctx := context.Background()
+	_, err = c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("bkt")})
+	require.NoError(t, err)
+	create, err := c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("lock")})
+	require.NoError(t, err)
+	part, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("lock"), UploadId: create.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("mine")})
+	require.NoError(t, err)
+	_, err = c.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("lock"),
+		UploadId: create.UploadId, IfNoneMatch: aws.String("*"),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}})
+	require.Equal(t, "PreconditionFailed", s3Code(t, err))
+
+	out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("lock")})
+	require.NoError(t, err)
+	defer out.Body.Close()
+	require.Equal(t, `"`+md5hex("intruder")+`"`, *out.ETag, "the key holds what came first")
+	require.Len(t, mf.data, 1, "the file the parts made was deleted")
+	_, err = c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("bkt"), Key: aws.String("lock"), UploadId: create.UploadId})
+	require.Equal(t, "NoSuchUpload", s3Code(t, err), "the upload is gone with its parts")
+	uploads, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("bkt")})
+	require.NoError(t, err)
+	require.Empty(t, uploads.Uploads)
 }
