@@ -2,10 +2,53 @@ package objects
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/dfs-project/dfs/internal/errs"
 	"github.com/dfs-project/dfs/internal/meta"
 )
+
+// ErrIfNoneMatchValue is the cause of an If-None-Match other than * on a
+// write: S3 takes only *, and comparing ETags there is not done.
+var ErrIfNoneMatchValue = errors.New("If-None-Match on a write must be *")
+
+// ETagList reads an If-Match list: the ETags it names, unquoted, and "*"
+// for any. A weak ETag (W/"…") is kept as sent, so it matches nothing, as
+// a strong comparison has it.
+func ETagList(v string) []string {
+	var out []string
+	for part := range strings.SplitSeq(v, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, strings.Trim(p, `"`))
+		}
+	}
+	return out
+}
+
+// Precondition reads a write's If-Match and If-None-Match header values:
+// nil when both are empty. If-None-Match may only be * (Invalid,
+// ErrIfNoneMatchValue, otherwise); an If-Match that names nothing is
+// Invalid.
+func Precondition(ifMatch, ifNoneMatch string) (*meta.Precondition, error) {
+	var p meta.Precondition
+	if v := strings.TrimSpace(ifNoneMatch); v != "" {
+		if v != "*" && v != `"*"` {
+			return nil, errs.Wrap(errs.Invalid, ErrIfNoneMatchValue, "If-None-Match %q", v)
+		}
+		p.Absent = true
+	}
+	if ifMatch != "" {
+		p.ETags = ETagList(ifMatch)
+		if len(p.ETags) == 0 {
+			return nil, errs.E(errs.Invalid, "If-Match names no ETag")
+		}
+	}
+	if !p.Absent && len(p.ETags) == 0 {
+		return nil, nil
+	}
+	return &p, nil
+}
 
 // Check tests p against what the key holds now, so that a conditional
 // write known to fail is answered before its body is read. It decides

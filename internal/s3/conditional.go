@@ -1,11 +1,12 @@
 package s3
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/objects"
 )
 
 // Conditional writes: If-None-Match: * (the key must hold no object) and
@@ -16,41 +17,19 @@ import (
 // wins and the others get 412 PreconditionFailed (never 409: the check
 // and the write are one transaction, so no conflict is left undecided).
 
-// etagList reads an If-Match list: the ETags it names, unquoted, and "*"
-// for any. A weak ETag (W/"…") is kept as sent, so it matches nothing, as
-// a strong comparison has it.
-func etagList(v string) []string {
-	var out []string
-	for part := range strings.SplitSeq(v, ",") {
-		if p := strings.TrimSpace(part); p != "" {
-			out = append(out, strings.Trim(p, `"`))
-		}
-	}
-	return out
-}
-
 // writePrecondition is the precondition of a conditional write's
 // If-None-Match and If-Match headers; nil when it has neither. S3 takes
 // only * in If-None-Match on a write; another value would ask dfs to
 // compare what it does not, and is 501.
 func writePrecondition(h http.Header) (*meta.Precondition, error) {
-	var p meta.Precondition
-	if v := strings.TrimSpace(h.Get("If-None-Match")); v != "" {
-		if v != "*" && v != `"*"` {
-			return nil, notImplemented("If-None-Match with a value other than * on a write")
-		}
-		p.Absent = true
+	p, err := objects.Precondition(h.Get("If-Match"), h.Get("If-None-Match"))
+	switch {
+	case errors.Is(err, objects.ErrIfNoneMatchValue):
+		return nil, notImplemented("If-None-Match with a value other than * on a write")
+	case err != nil:
+		return nil, invalidArgument("If-Match names no ETag")
 	}
-	if v := h.Get("If-Match"); v != "" {
-		p.ETags = etagList(v)
-		if len(p.ETags) == 0 {
-			return nil, invalidArgument("If-Match names no ETag")
-		}
-	}
-	if !p.Absent && len(p.ETags) == 0 {
-		return nil, nil
-	}
-	return &p, nil
+	return p, nil
 }
 
 // conditionalWrite reports whether r is an operation that honours

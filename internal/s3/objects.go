@@ -235,7 +235,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *request) error {
 	if v := r.Header.Get("If-Match"); v != "" {
 		// A conditional delete: a key that holds nothing is NoSuchKey, an
 		// object without the ETag named PreconditionFailed.
-		err = s.objects.DeleteIf(r.Context(), r.bucket, r.key, meta.Precondition{ETags: etagList(v)})
+		err = s.objects.DeleteIf(r.Context(), r.bucket, r.key, meta.Precondition{ETags: objects.ETagList(v)})
 	} else {
 		err = s.objects.Delete(r.Context(), r.bucket, r.key)
 	}
@@ -294,7 +294,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *request) error {
 		}
 		switch {
 		case err == nil && o.ETag != "":
-			err = s.objects.DeleteIf(r.Context(), r.bucket, o.Key, meta.Precondition{ETags: etagList(o.ETag)})
+			err = s.objects.DeleteIf(r.Context(), r.bucket, o.Key, meta.Precondition{ETags: objects.ETagList(o.ETag)})
 		case err == nil:
 			err = s.objects.Delete(r.Context(), r.bucket, o.Key)
 		}
