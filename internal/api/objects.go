@@ -19,6 +19,7 @@ import (
 type Objects interface {
 	Put(ctx context.Context, req objects.PutRequest) (meta.Object, files.UploadResult, error)
 	Delete(ctx context.Context, bucket, key string) error
+	DeleteIf(ctx context.Context, bucket, key string, p meta.Precondition) error
 }
 
 type bucketJSON struct {
@@ -172,6 +173,10 @@ func objectKey(r *http.Request) (string, error) {
 
 func (s *server) putObject(w http.ResponseWriter, r *http.Request) {
 	key, err := objectKey(r)
+	var cond *meta.Precondition
+	if err == nil {
+		cond, err = objects.Precondition(r.Header.Get("If-Match"), r.Header.Get("If-None-Match"))
+	}
 	if err == nil {
 		_, err = s.bucket(r)
 	}
@@ -181,7 +186,8 @@ func (s *server) putObject(w http.ResponseWriter, r *http.Request) {
 	}
 	// The file service refuses a body past MAX_FILE_SIZE itself.
 	o, res, err := s.Objects.Put(r.Context(), objects.PutRequest{Bucket: chi.URLParam(r, "bucket"), Key: key,
-		Body: kindReader{r.Body}, ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type")})
+		Body: kindReader{r.Body}, ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type"),
+		Precondition: cond})
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -212,7 +218,10 @@ func (s *server) deleteObject(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = s.bucket(r)
 	}
-	if err == nil {
+	switch v := r.Header.Get("If-Match"); {
+	case err == nil && v != "":
+		err = s.Objects.DeleteIf(r.Context(), chi.URLParam(r, "bucket"), key, meta.Precondition{ETags: objects.ETagList(v)})
+	case err == nil:
 		err = s.Objects.Delete(r.Context(), chi.URLParam(r, "bucket"), key)
 	}
 	if err != nil {

@@ -32,6 +32,7 @@ const (
 	Corrupt                   // stored bytes do not match their checksum
 	Unsatisfiable             // a Range header that no byte of the blob satisfies
 	Forbidden                 // valid credentials that may not do this
+	Precondition              // a condition the request set (If-Match, If-None-Match) does not hold
 )
 
 // Stable API error codes, the "error" field of every error answer. Clients
@@ -47,6 +48,7 @@ const (
 	CodeInsufficientStorage = "INSUFFICIENT_STORAGE"
 	CodeChecksumMismatch    = "CHECKSUM_MISMATCH"
 	CodeRangeNotSatisfiable = "RANGE_NOT_SATISFIABLE"
+	CodePreconditionFailed  = "PRECONDITION_FAILED"
 
 	// Codes that name the cause more precisely than its kind's default.
 	CodeFileNotFound        = "FILE_NOT_FOUND"       // NotFound: no such file, or not visible
@@ -95,6 +97,7 @@ var kinds = [...]kindRow{
 	Corrupt:       {"corrupt", http.StatusUnprocessableEntity, CodeChecksumMismatch},
 	Unsatisfiable: {"unsatisfiable", http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfiable},
 	Forbidden:     {"forbidden", http.StatusForbidden, CodeForbidden},
+	Precondition:  {"precondition failed", http.StatusPreconditionFailed, CodePreconditionFailed},
 }
 
 func (k Kind) String() string {

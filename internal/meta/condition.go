@@ -23,7 +23,7 @@ type Precondition struct {
 
 // ErrPreconditionFailed is the cause of a conditional write refused
 // because the key's object is not the one its precondition names. Its
-// error is of kind Conflict.
+// error is of kind errs.Precondition.
 var ErrPreconditionFailed = errors.New("the object the key holds does not meet the precondition")
 
 // Check tests p against what the key holds: exists, and the ETag of the
@@ -37,11 +37,11 @@ func (p *Precondition) Check(bucket, key string, exists bool, etag string) error
 			return errs.WithCode(errs.NotFound, errs.CodeObjectNotFound, nil, "object %s/%s not found", bucket, key)
 		}
 		if !slices.Contains(p.ETags, "*") && !slices.Contains(p.ETags, etag) {
-			return errs.Wrap(errs.Conflict, ErrPreconditionFailed, "object %s/%s has ETag %s", bucket, key, etag)
+			return errs.Wrap(errs.Precondition, ErrPreconditionFailed, "object %s/%s has ETag %s", bucket, key, etag)
 		}
 	}
 	if p.Absent && exists {
-		return errs.Wrap(errs.Conflict, ErrPreconditionFailed, "object %s/%s exists", bucket, key)
+		return errs.Wrap(errs.Precondition, ErrPreconditionFailed, "object %s/%s exists", bucket, key)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ type Namespace interface {
 	DeleteObject(ctx context.Context, bucket, key string) (Object, error)
 	// DeleteObjectIf is DeleteObject if what the key holds meets p, checked
 	// in the delete's transaction: NotFound when the key is absent and p
-	// names ETags, Conflict (ErrPreconditionFailed) when p does not hold.
+	// names ETags, Precondition (ErrPreconditionFailed) when p does not hold.
 	DeleteObjectIf(ctx context.Context, bucket, key string, p Precondition) (Object, error)
 	// ObjectsAfter is one page of keys in byte order, by the (bucket, key)
 	// index: a range read, never a scan.

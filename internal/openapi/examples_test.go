@@ -87,6 +87,10 @@ var codeBelongs = map[string]func(method, path string, op *openapi3.Operation) b
 	errs.CodePartOrder:           func(_, path string, _ *openapi3.Operation) bool { return strings.HasSuffix(path, "/complete") },
 	errs.CodeRangeNotSatisfiable: func(m, p string, _ *openapi3.Operation) bool { return downloads(m, p) },
 	errs.CodeUnsafeDrain:         func(m, p string, _ *openapi3.Operation) bool { return m+" "+p == "DELETE /api/nodes/{nodeId}" },
+	// Only a named object's write and delete take If-Match or If-None-Match.
+	errs.CodePreconditionFailed: func(m, p string, _ *openapi3.Operation) bool {
+		return m+" "+p == "PUT /api/buckets/{bucket}/object" || m+" "+p == "DELETE /api/buckets/{bucket}/object"
+	},
 }
 
 // partPut is the operation that sends one part of an upload session.

@@ -17,7 +17,7 @@ import (
 // because the key's object does not meet its precondition.
 func requirePreconditionFailed(t *testing.T, err error) {
 	t.Helper()
-	requireKind(t, err, errs.Conflict)
+	requireKind(t, err, errs.Precondition)
 	require.True(t, errors.Is(err, meta.ErrPreconditionFailed), "%v", err)
 }
 
@@ -215,7 +215,7 @@ func raceWriters[E any](t *testing.T, entries []E, write func(E) (string, error)
 				mu.Unlock()
 				return
 			}
-			assert.True(t, errs.KindOf(err) == errs.Conflict && errors.Is(err, meta.ErrPreconditionFailed),
+			assert.True(t, errs.KindOf(err) == errs.Precondition && errors.Is(err, meta.ErrPreconditionFailed),
 				"a loser is refused by its precondition: %v", err)
 		})
 	}
