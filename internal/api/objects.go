@@ -218,10 +218,15 @@ func (s *server) deleteObject(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = s.bucket(r)
 	}
-	switch v := r.Header.Get("If-Match"); {
-	case err == nil && v != "":
-		err = s.Objects.DeleteIf(r.Context(), chi.URLParam(r, "bucket"), key, meta.Precondition{ETags: objects.ETagList(v)})
-	case err == nil:
+	var cond *meta.Precondition
+	if err == nil {
+		cond, err = objects.Precondition(r.Header.Get("If-Match"), "")
+	}
+	switch {
+	case err != nil:
+	case cond != nil:
+		err = s.Objects.DeleteIf(r.Context(), chi.URLParam(r, "bucket"), key, *cond)
+	default:
 		err = s.Objects.Delete(r.Context(), chi.URLParam(r, "bucket"), key)
 	}
 	if err != nil {

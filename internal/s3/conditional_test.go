@@ -186,6 +186,8 @@ func TestConditionalDelete(t *testing.T) {
 	require.Equal(t, "PreconditionFailed", s3Code(t, err))
 	_, err = s.c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String("a")})
 	require.NoError(t, err, "the object stays")
+	status, body := call(t, s.srv, http.MethodDelete, "", "/bkt/a", "us-east-1", nil, "If-Match", " , ")
+	require.Equal(t, http.StatusBadRequest, status, "an If-Match that names nothing is no unconditional delete: %s", body)
 	_, err = s.c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String("bkt"), Key: aws.String("none"), IfMatch: aws.String("*")})
 	require.Equal(t, "NoSuchKey", s3Code(t, err), "a conditional delete of a key that holds nothing")
 	_, err = s.c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String("bkt"), Key: aws.String("a"), IfMatch: aws.String(`"` + md5hex("a") + `"`)})

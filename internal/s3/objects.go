@@ -231,12 +231,14 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *request) error {
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
-	var err error
-	if v := r.Header.Get("If-Match"); v != "" {
-		// A conditional delete: a key that holds nothing is NoSuchKey, an
-		// object without the ETag named PreconditionFailed.
-		err = s.objects.DeleteIf(r.Context(), r.bucket, r.key, meta.Precondition{ETags: objects.ETagList(v)})
-	} else {
+	// If-Match makes it a conditional delete: a key that holds nothing is
+	// NoSuchKey, an object without the ETag named PreconditionFailed.
+	cond, err := writePrecondition(http.Header{"If-Match": r.Header.Values("If-Match")})
+	switch {
+	case err != nil:
+	case cond != nil:
+		err = s.objects.DeleteIf(r.Context(), r.bucket, r.key, *cond)
+	default:
 		err = s.objects.Delete(r.Context(), r.bucket, r.key)
 	}
 	if err != nil {
