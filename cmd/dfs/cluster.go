@@ -30,7 +30,10 @@ every node is on the ring, ready to store a file. Ctrl-C (or SIGTERM) stops
 the coordinator, then the nodes, and exits.
 
 The coordinator uses PostgreSQL when DATABASE_URL is set and its embedded
-store (in <data>/coordinator) otherwise; every process inherits this
+store (in <data>/coordinator) otherwise. -coordinators N (N > 1, which needs
+DATABASE_URL, and REDIS_URL to share caches) starts coordinator,
+coordinator-2, … on free ports with Debian's haproxy in front of them on
+-port and -s3-port, checking each one's /health/ready; every process inherits this
 shell's environment (REDIS_URL, CLUSTER_TOKEN, LOG_LEVEL, …). The local
 cluster probes its nodes every second (HEALTH_CHECK_INTERVAL=1s) unless the
 environment sets HEALTH_CHECK_INTERVAL.
@@ -92,6 +95,7 @@ func runCluster(ctx context.Context, args []string, s stdio) int {
 func clusterUp(ctx context.Context, args []string, s stdio) int {
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
 	nodes := fs.Int("nodes", localcluster.DefaultNodes, "number of storage nodes")
+	coordinators := fs.Int("coordinators", 1, "number of coordinators; more than one share PostgreSQL (DATABASE_URL) and run behind HAProxy on -port and -s3-port")
 	dataDir := fs.String("data", "./"+localcluster.DefaultDataDir, "directory for every process's data and logs")
 	port := fs.Int("port", localcluster.DefaultCoordinatorPort, "coordinator port (0 picks a free one)")
 	nodePort := fs.Int("node-port", localcluster.DefaultNodeBasePort, "port of node-1; node-i gets node-port+i-1 (0 picks free ports)")
@@ -109,6 +113,17 @@ func clusterUp(ctx context.Context, args []string, s stdio) int {
 	if *nodes < 1 {
 		fmt.Fprintf(s.err, "dfs cluster up: -nodes must be at least 1, got %d\n", *nodes)
 		return 2
+	}
+	if *coordinators < 1 {
+		fmt.Fprintf(s.err, "dfs cluster up: -coordinators must be at least 1, got %d\n", *coordinators)
+		return 2
+	}
+	if *coordinators > 1 && os.Getenv("DATABASE_URL") == "" {
+		fmt.Fprintf(s.err, "dfs cluster up: -coordinators %d needs DATABASE_URL: several coordinators share one PostgreSQL (the embedded store belongs to one process)\n", *coordinators)
+		return 2
+	}
+	if *coordinators > 1 && os.Getenv("REDIS_URL") == "" {
+		fmt.Fprintln(s.err, "dfs cluster up: REDIS_URL is not set: the coordinators cannot tell each other what changed, so they read access keys from the database on every request and take leases there")
 	}
 	// The tee and the exit reports write from other goroutines.
 	stdout, stderr := &lockedWriter{w: s.out}, &lockedWriter{w: s.err}
@@ -133,6 +148,7 @@ func clusterUp(ctx context.Context, args []string, s stdio) int {
 		BinDir:          *binDir,
 		DataDir:         *dataDir,
 		Nodes:           *nodes,
+		Coordinators:    *coordinators,
 		CoordinatorPort: *port,
 		NodeBasePort:    *nodePort,
 		InheritEnv:      true,
@@ -366,9 +382,16 @@ func clusterAct(ctx context.Context, sub string, args []string, s stdio) int {
 
 func printCluster(w io.Writer, c *localcluster.Cluster, dataDir string, s3 localS3) {
 	fmt.Fprintln(w, "local cluster is up:")
+	if coords := c.Coordinators(); len(coords) > 1 {
+		fmt.Fprintf(w, "  %-12s %s (HAProxy in front of %s)\n", localcluster.HAProxyName, c.CoordinatorURL(), strings.Join(coords, ", "))
+		for _, name := range coords {
+			fmt.Fprintf(w, "  %-12s %s\n", name, c.NodeURL(name))
+		}
+	} else if c.HasCoordinator() {
+		fmt.Fprintf(w, "  %-12s %s\n", localcluster.CoordinatorName, c.CoordinatorURL())
+	}
 	if c.HasCoordinator() {
 		u := c.CoordinatorURL()
-		fmt.Fprintf(w, "  %-12s %s\n", localcluster.CoordinatorName, u)
 		fmt.Fprintf(w, "  %-12s %s/console/\n", "console", u)
 		fmt.Fprintf(w, "  %-12s %s/swagger-ui/\n", "swagger-ui", u)
 	}

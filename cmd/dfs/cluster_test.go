@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/dfs-project/dfs/internal/localcluster"
+	"github.com/dfs-project/dfs/internal/redisx/redistest"
 	"github.com/dfs-project/dfs/internal/testenv"
+	"github.com/dfs-project/dfs/internal/testenv/pgtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -200,4 +202,74 @@ func TestControlSocketPathFitsASocket(t *testing.T) {
 	p2, err := controlSocket(long + "y")
 	require.NoError(t, err)
 	require.NotEqual(t, p1, p2, "each data directory has its own socket")
+}
+
+func TestClusterUpWithSeveralCoordinatorsNeedsPostgreSQL(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	code, _, stderr := runDFS(t, "", "cluster", "up", "-build=false", "-bin", t.TempDir(), "-data", t.TempDir(), "-coordinators", "3")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-coordinators 3 needs DATABASE_URL")
+	code, _, stderr = runDFS(t, "", "cluster", "up", "-build=false", "-bin", t.TempDir(), "-data", t.TempDir(), "-coordinators", "0")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-coordinators must be at least 1")
+}
+
+// TestClusterUpWithThreeCoordinators: `dfs cluster up -coordinators 3` over
+// PostgreSQL and Redis puts HAProxy in front of three coordinators; the
+// nodes join through it, and it answers while one coordinator is killed.
+func TestClusterUpWithThreeCoordinators(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes; skipped with -short")
+	}
+	t.Setenv("DATABASE_URL", pgtest.Start(t).URL())
+	t.Setenv("REDIS_URL", redistest.Start(t).URL())
+	bin := filepath.Join(t.TempDir(), "bin")
+	_, err := localcluster.Build(t.Context(), bin)
+	require.NoError(t, err)
+	data := t.TempDir()
+
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var stdout, stderr testenv.SyncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"cluster", "up", "-build=false", "-bin", bin, "-data", data, "-nodes", "2", "-coordinators", "3",
+			"-port", "0", "-node-port", "0", "-s3-port", "0"}, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
+	}()
+	var code int
+	require.Eventually(t, func() bool {
+		select {
+		case code = <-exit:
+			return true
+		default:
+			return strings.Contains(stdout.String(), "press Ctrl-C to stop")
+		}
+	}, 90*time.Second, 20*time.Millisecond)
+	require.Zero(t, code, "exited early:\n%s\n%s", stdout.String(), stderr.String())
+	out := stdout.String()
+	front := regexp.MustCompile(`(?m)^  haproxy\s+(http://\S+) \(HAProxy in front of coordinator, coordinator-2, coordinator-3\)$`).FindStringSubmatch(out)
+	require.NotNil(t, front, out)
+	for _, name := range []string{"coordinator", "coordinator-2", "coordinator-3"} {
+		m := regexp.MustCompile(`(?m)^  ` + name + `\s+(http://\S+)$`).FindStringSubmatch(out)
+		require.NotNil(t, m, "no %s line in\n%s", name, out)
+		requireNodes(t, m[1], map[string]string{"node-1": "HEALTHY on ring", "node-2": "HEALTHY on ring"})
+	}
+	requireNodes(t, front[1], map[string]string{"node-1": "HEALTHY on ring", "node-2": "HEALTHY on ring"})
+
+	code, status, _ := runDFS(t, "", "cluster", "status", "-data", data)
+	require.Zero(t, code)
+	for _, name := range []string{"coordinator", "coordinator-2", "coordinator-3", "haproxy", "node-1", "node-2"} {
+		require.Regexp(t, `(?m)^`+name+`\s+http://\S+\s+\d+\s+running\s`, status)
+	}
+	code, _, _ = runDFS(t, "", "cluster", "stop-node", "coordinator-2", "-kill", "-data", data)
+	require.Zero(t, code)
+	for range 10 {
+		requireNodes(t, front[1], map[string]string{"node-1": "HEALTHY on ring", "node-2": "HEALTHY on ring"})
+	}
+	code, restarted, stderrText := runDFS(t, "", "cluster", "restart-node", "coordinator-2", "-data", data)
+	require.Zero(t, code, stderrText)
+	require.Contains(t, restarted, "coordinator-2 is running again")
+
+	interrupt()
+	require.Equal(t, 0, <-exit, "stderr:\n%s", stderr.String())
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -123,11 +124,11 @@ func (s *controlServer) Close() error {
 }
 
 func (s *controlServer) names() []string {
-	names := s.c.Nodes()
-	if s.c.HasCoordinator() {
-		names = append([]string{localcluster.CoordinatorName}, names...)
+	names := s.c.Coordinators()
+	if len(names) > 1 {
+		names = append(names, localcluster.HAProxyName)
 	}
-	return names
+	return append(names, s.c.Nodes()...)
 }
 
 func (s *controlServer) view(name string) processView {
@@ -185,6 +186,9 @@ func (s *controlServer) start(ctx context.Context, name string) error {
 	}
 	if err := s.c.StartNode(ctx, name); err != nil {
 		return err
+	}
+	if !slices.Contains(s.c.Nodes(), name) {
+		return nil // another coordinator, or the HAProxy in front of them
 	}
 	if s.c.PID(localcluster.CoordinatorName) == 0 {
 		return nil // nobody to admit it; it joins once the coordinator runs

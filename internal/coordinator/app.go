@@ -253,7 +253,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	}
 	if cfg.S3Port != 0 {
 		a.s3 = s3.New(s3.Options{Files: a.files, Namespace: ns, Keys: keys, Region: cfg.S3Region, Domain: cfg.S3Domain,
-			Logger: log.With("api", "s3"), Observe: a.metrics.ObserveHTTP, Sessions: s3Sessions{a.files}})
+			Logger: log.With("api", "s3"), Observe: a.metrics.ObserveHTTP, Sessions: s3Sessions{a.files},
+			Shared: cfg.DatabaseURL != "", Peers: s3Peers(a.invalidations)})
 	}
 	storeKind := "sqlite"
 	if cfg.DatabaseURL != "" {
@@ -339,6 +340,15 @@ var triggers = map[membership.EventKind]rebalance.Trigger{
 	// the copy absent and rebuilds it at once.
 	membership.DiskReplaced:     rebalance.Recovered,
 	membership.PlacementChanged: rebalance.PlacementChanged,
+}
+
+// s3Peers is the S3 front end's view of the invalidations: nil, not a nil
+// pointer in an interface, when there are none.
+func s3Peers(v *redisx.Invalidations) s3.Peers {
+	if v == nil {
+		return nil
+	}
+	return v
 }
 
 // rebalanceOnEvents runs one rebalance per membership change, in order.

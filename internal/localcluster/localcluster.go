@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -63,6 +64,15 @@ type Options struct {
 	DataDir string
 	// Nodes is how many storage nodes Start starts. Default 3.
 	Nodes int
+	// Coordinators is how many coordinators Start starts. Default 1. More
+	// than one share the PostgreSQL of CoordinatorEnv's DATABASE_URL (or,
+	// with InheritEnv, the environment's), which must be set; each gets a
+	// free port and a DATA_DIRECTORY of its own, and Debian's haproxy runs
+	// in front of them (HAProxyName): on CoordinatorPort for their REST
+	// listeners, and on the S3_PORT that CoordinatorEnv sets, if any, for
+	// their S3 listeners. CoordinatorURL, and every node's COORDINATOR_URL,
+	// is then the front's.
+	Coordinators int
 	// Host is the address every process binds to and advertises. Default
 	// 127.0.0.1.
 	Host string
@@ -116,6 +126,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Nodes == 0 {
 		o.Nodes = DefaultNodes
 	}
+	if o.Coordinators == 0 {
+		o.Coordinators = 1
+	}
 	if o.Host == "" {
 		o.Host = DefaultHost
 	}
@@ -131,6 +144,10 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Nodes < 0:
 		return o, errs.E(errs.Invalid, "localcluster: Nodes must not be negative, got %d", o.Nodes)
+	case o.Coordinators < 1:
+		return o, errs.E(errs.Invalid, "localcluster: Coordinators must be at least 1, got %d", o.Coordinators)
+	case o.Coordinators > 1 && o.coordinatorSetting("DATABASE_URL") == "":
+		return o, errs.E(errs.Invalid, "localcluster: %d coordinators share one PostgreSQL, and DATABASE_URL is not set: the embedded store belongs to one coordinator", o.Coordinators)
 	case o.CoordinatorPort < 0 || o.CoordinatorPort > 65535:
 		return o, errs.E(errs.Invalid, "localcluster: CoordinatorPort %d is not a port", o.CoordinatorPort)
 	case o.NodeBasePort < 0 || o.NodeBasePort+o.Nodes-1 > 65535:
@@ -154,9 +171,13 @@ type Cluster struct {
 	// process of the cluster, including those StartNode and AddNode start
 	// long after Start returned.
 	life      context.Context
-	coordPort int
-	probe     *http.Client
-	teeMu     sync.Mutex // keeps Tee output whole lines across processes
+	coordPort int // the coordinator's port, or the front's with several
+	// coordinators names them in order; front says HAProxy runs in front
+	// of them (more than one).
+	coordinators []string
+	front        bool
+	probe        *http.Client
+	teeMu        sync.Mutex // keeps Tee output whole lines across processes
 
 	mu      sync.Mutex
 	procs   map[string]*process // by name, the coordinator included
@@ -207,8 +228,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 
 	if hasCoordinator {
-		c.procs[CoordinatorName] = c.newCoordinator()
-		if err := c.startAndWait(ctx, CoordinatorName); err != nil {
+		if err := c.startCoordinators(ctx); err != nil {
 			c.abort()
 			return nil, err
 		}
@@ -343,21 +363,23 @@ func (c *Cluster) childEnv(extra []string, owned ...string) []string {
 	return append(env, owned...)
 }
 
-func (c *Cluster) newCoordinator() *process {
-	dir := filepath.Join(c.opts.DataDir, CoordinatorName)
+// newCoordinator is the coordinator called name on port; s3Port, when not
+// 0, replaces CoordinatorEnv's S3_PORT.
+func (c *Cluster) newCoordinator(name string, port, s3Port int, movable bool) *process {
+	dir := filepath.Join(c.opts.DataDir, name)
+	owned := []string{"SERVER_HOST=" + c.opts.Host, "SERVER_PORT=" + strconv.Itoa(port), "DATA_DIRECTORY=" + dir}
+	if s3Port != 0 {
+		owned = append(owned, "S3_PORT="+strconv.Itoa(s3Port))
+	}
 	return &process{
-		name:    CoordinatorName,
+		name:    name,
 		binary:  filepath.Join(c.opts.BinDir, CoordinatorBinary),
 		host:    c.opts.Host,
-		port:    c.coordPort,
+		port:    port,
 		dataDir: dir,
-		logPath: c.logPath(CoordinatorName),
-		movable: c.opts.CoordinatorPort == 0,
-		env: c.childEnv(c.opts.CoordinatorEnv,
-			"SERVER_HOST="+c.opts.Host,
-			"SERVER_PORT="+strconv.Itoa(c.coordPort),
-			"DATA_DIRECTORY="+dir,
-		),
+		logPath: c.logPath(name),
+		movable: movable,
+		env:     c.childEnv(c.opts.CoordinatorEnv, owned...),
 	}
 }
 
@@ -417,9 +439,11 @@ func (c *Cluster) abort() {
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	c.stopped = true
-	var coord *target
-	if r := c.runningLocked(CoordinatorName); r != nil {
-		coord = &target{c.procs[CoordinatorName], r}
+	var coords []target
+	for _, name := range append(slices.Clone(c.coordinators), HAProxyName) {
+		if r := c.runningLocked(name); r != nil {
+			coords = append(coords, target{c.procs[name], r})
+		}
 	}
 	var nodes []target
 	for _, name := range c.nodes {
@@ -429,17 +453,18 @@ func (c *Cluster) Stop() error {
 	}
 	c.mu.Unlock()
 
-	var failures []error
-	if coord != nil {
-		failures = append(failures, c.stopRun(coord.p, coord.r))
-	}
-	nodeFailures := make([]error, len(nodes))
+	return errors.Join(c.stopAll(coords), c.stopAll(nodes))
+}
+
+// stopAll stops every target at once and joins their errors.
+func (c *Cluster) stopAll(ts []target) error {
+	failures := make([]error, len(ts))
 	var wg sync.WaitGroup
-	for i, t := range nodes {
-		wg.Go(func() { nodeFailures[i] = c.stopRun(t.p, t.r) })
+	for i, t := range ts {
+		wg.Go(func() { failures[i] = c.stopRun(t.p, t.r) })
 	}
 	wg.Wait()
-	return errors.Join(append(failures, nodeFailures...)...)
+	return errors.Join(failures...)
 }
 
 // target is one run of one process, taken under the lock and acted on
@@ -464,6 +489,14 @@ func (c *Cluster) runningLocked(name string) *run {
 // coordinator runs.
 func (c *Cluster) CoordinatorURL() string {
 	return "http://" + net.JoinHostPort(c.opts.Host, strconv.Itoa(c.coordPort))
+}
+
+// Coordinators returns the names of the coordinators, the first being
+// CoordinatorName; empty when the cluster has none.
+func (c *Cluster) Coordinators() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.coordinators)
 }
 
 // HasCoordinator reports whether the cluster has a coordinator process,

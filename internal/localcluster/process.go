@@ -33,7 +33,10 @@ type process struct {
 	dataDir string
 	logPath string
 	env     []string
-	cur     *run // the latest run, nil before the first; guarded by Cluster.mu
+	args    []string
+	// stop is the signal that asks it to end (zero: sigTerminate).
+	stop signal
+	cur  *run // the latest run, nil before the first; guarded by Cluster.mu
 	// movable: the port was picked free and the process has never been
 	// ready, so a start that finds the port taken may move it (guarded by
 	// Cluster.mu).
@@ -105,7 +108,7 @@ func (c *Cluster) startLocked(p *process) (*run, error) {
 	}
 	// Restarts append to the same file; a banner tells the runs apart.
 	fmt.Fprintf(out, "=== localcluster: starting %s at %s ===\n", p.name, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.CommandContext(c.life, p.binary)
+	cmd := exec.CommandContext(c.life, p.binary, p.args...)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = newSysProcAttr()
@@ -230,7 +233,7 @@ func (c *Cluster) movePortLocked(p *process) error {
 	setEnv(p.env, "SERVER_PORT=", port)
 	setEnv(p.env, "STORAGE_ADVERTISED_PORT=", port)
 	p.port = ports[0]
-	if p.name == CoordinatorName {
+	if p.name == CoordinatorName && !c.front {
 		// It moves before any node has started: they are told where it is.
 		c.coordPort = p.port
 		for _, name := range c.nodes {
@@ -301,11 +304,12 @@ func (c *Cluster) ready(ctx context.Context, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// stopRun sends SIGTERM (and SIGCONT, since a paused process acts on
-// SIGTERM only once it runs again), waits Options.StopTimeout, then kills.
+// stopRun sends SIGTERM, or the process's own stop signal (and SIGCONT,
+// since a paused process acts on it only once it runs again), waits
+// Options.StopTimeout, then kills.
 func (c *Cluster) stopRun(p *process, r *run) error {
 	r.asked.Store(true)
-	if err := signalGroup(r.pid(), sigTerminate); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := signalGroup(r.pid(), p.stop); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return errs.Wrap(errs.Other, err, "localcluster: SIGTERM %s", p.name)
 	}
 	_ = signalGroup(r.pid(), sigResume)
@@ -447,7 +451,8 @@ func (c *Cluster) StartCoordinator(ctx context.Context) error {
 			c.mu.Unlock()
 			return err
 		}
-		c.procs[CoordinatorName] = c.newCoordinator()
+		c.procs[CoordinatorName] = c.newCoordinator(CoordinatorName, c.coordPort, 0, c.opts.CoordinatorPort == 0)
+		c.coordinators = []string{CoordinatorName}
 	}
 	c.mu.Unlock()
 	return c.startAndWait(ctx, CoordinatorName)

@@ -18,6 +18,9 @@ const (
 	sigKill
 	sigPause
 	sigResume
+	// sigSoftStop asks HAProxy to stop accepting and exit once its
+	// connections end (SIGUSR1); SIGTERM is its hard stop.
+	sigSoftStop
 )
 
 func checkPlatform() error { return errs.E(errs.Invalid, "local clusters need a Unix system") }

@@ -28,6 +28,9 @@ const (
 	sigKill
 	sigPause
 	sigResume
+	// sigSoftStop asks HAProxy to stop accepting and exit once its
+	// connections end (SIGUSR1); SIGTERM is its hard stop.
+	sigSoftStop
 )
 
 var unixSignals = map[signal]syscall.Signal{
@@ -35,6 +38,7 @@ var unixSignals = map[signal]syscall.Signal{
 	sigKill:      syscall.SIGKILL,
 	sigPause:     syscall.SIGSTOP,
 	sigResume:    syscall.SIGCONT,
+	sigSoftStop:  syscall.SIGUSR1,
 }
 
 // signalGroup sends s to the process group led by pid. A group that no longer

@@ -43,7 +43,23 @@ type Options struct {
 	Sessions Sessions
 	// Observe wraps every request, for metrics; nil means none.
 	Observe func(route, method string, status int, seconds float64)
+	// Shared says other coordinators use the same metadata store: a bucket
+	// deleted through one must not be served from another's cache. Peers
+	// then carries the deletions (redisx.Invalidations), and the bucket
+	// cache answers only while it is live; with Peers nil it is not used.
+	Shared bool
+	Peers  Peers
 }
+
+// Peers carries cache invalidations between coordinators (see auth.Peers).
+type Peers interface {
+	Publish(ctx context.Context, kind, key string) error
+	Handle(kind string, fn func(key string))
+	Live() bool
+}
+
+// peerKind is the kind of a bucket's deletion on Peers.
+const peerKind = "bucket"
 
 // Server answers S3 requests.
 type Server struct {
@@ -61,6 +77,16 @@ func New(o Options) http.Handler {
 	}
 	s := &Server{o: o, log: o.Logger, verifier: &sigv4.Verifier{Region: o.Region, Secrets: o.Keys.Secret, V2: true, Domain: o.Domain},
 		objects: &objects.Service{Files: o.Files, Namespace: o.Namespace, Log: o.Logger}}
+	s.buckets.trusted = func() bool { return !o.Shared || (o.Peers != nil && o.Peers.Live()) }
+	if o.Shared && o.Peers != nil {
+		o.Peers.Handle(peerKind, func(name string) {
+			if name == "" {
+				s.buckets.forgetAll()
+				return
+			}
+			s.buckets.forget(name)
+		})
+	}
 	var h http.Handler = http.HandlerFunc(s.serve)
 	h = httpx.Recover(o.Logger)(h)
 	h = httpx.AccessLog(o.Logger, o.Observe)(h)
