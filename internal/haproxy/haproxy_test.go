@@ -3,19 +3,17 @@ package haproxy
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/dfs-project/dfs/internal/localcluster"
 )
 
 func TestRenderNamesEveryServerAndItsProbe(t *testing.T) {
@@ -52,9 +50,10 @@ func TestRequestsSpreadAndSurviveAServerGone(t *testing.T) {
 	}
 	a, b := serve("a"), serve("b")
 	defer a.Close()
-	ports, err := localcluster.FreePorts("127.0.0.1", 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	front := "127.0.0.1:" + strconv.Itoa(ports[0])
+	front := ln.Addr().String()
+	require.NoError(t, ln.Close())
 	addr := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
