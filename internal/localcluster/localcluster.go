@@ -172,8 +172,8 @@ type Cluster struct {
 	// long after Start returned.
 	life      context.Context
 	coordPort int // the coordinator's port, or the front's with several
-	// coordinators names them in order; front says HAProxy runs in front
-	// of them (more than one).
+	// coordinators are the coordinators' names in order; front says
+	// HAProxy runs in front of them (there are several).
 	coordinators []string
 	front        bool
 	probe        *http.Client
@@ -430,8 +430,9 @@ func (c *Cluster) abort() {
 	}
 }
 
-// Stop stops the coordinator first, so that it does not take the nodes'
-// departure for failures and start repairs, then every storage node at once.
+// Stop stops the coordinators (and the HAProxy in front of several) first,
+// so that they do not take the nodes' departure for failures and start
+// repairs, then every storage node at once.
 // Each gets SIGTERM and Options.StopTimeout to exit before SIGKILL. Stop
 // returns only when every process has exited; its error names each process
 // that had to be killed or exited with a failure status. After Stop no process
