@@ -55,8 +55,9 @@ type PutRequest struct {
 	ContentType string
 	Headers     map[string]string
 	// Precondition, when set, is what the key's object must be for the
-	// key to move (a conditional write): checked before the body is read,
-	// and again, atomically, in the write that moves the key.
+	// key to move (a conditional write): checked before the body is stored
+	// (a refused body is read and discarded), and again, atomically, in the
+	// write that moves the key.
 	Precondition *meta.Precondition
 }
 
@@ -72,6 +73,10 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 		return meta.Object{}, files.UploadResult{}, err
 	}
 	if err := s.Check(ctx, req.Bucket, req.Key, req.Precondition); err != nil {
+		// The body is read to its end before the refusal is answered: a
+		// server that answers while the client still sends closes the
+		// connection, and the client sees a reset, not the 412.
+		_, _ = io.Copy(io.Discard, req.Body)
 		return meta.Object{}, files.UploadResult{}, err
 	}
 	if req.ContentType == "" {
