@@ -71,7 +71,7 @@ type run struct {
 // removed when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := findBinDir()
+	bin, err := BinDir()
 	if err != nil {
 		if testenv.InCI() {
 			t.Fatalf("pgtest: %v", err)
@@ -86,7 +86,7 @@ func Start(t testing.TB) *Server {
 	}
 	t.Cleanup(s.cleanup)
 	if os.Geteuid() == 0 {
-		if s.cred, err = postgresUser(); err != nil {
+		if s.cred, err = ServerUser(); err != nil {
 			t.Fatalf("pgtest: running as root: %v", err)
 		}
 		if err := os.Chown(s.root, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
@@ -287,22 +287,43 @@ func (s *Server) exec(ctx context.Context, db, sql string) error {
 }
 
 // kill crashes the server: the postmaster and every process it started die
-// by SIGKILL at once, and kill returns once none is left. Backends call
-// setsid, so the postmaster's process group does not hold them; they are
-// found as its children instead, with the postmaster stopped first so that
-// it cannot start another one meanwhile. This process adopts them when the
-// postmaster dies (see adoptOrphans) and reaps them, so that no zombie is
-// left to an init that may never reap it.
-func (r *run) kill() {
+// by SIGKILL at once, and kill returns once none is left.
+func (r *run) kill() { KillTree(r.cmd.Process.Pid, r.done) }
+
+// KillTree crashes the process pid and every process below it, as a lost
+// machine would: each is stopped (SIGSTOP) from the top down, so that none
+// can start another meanwhile, then all die by SIGKILL at once. Backends
+// call setsid, so a process group does not hold them; they are found by
+// their parent in /proc instead. KillTree returns once every one is gone:
+// pid once reaped is closed (the caller's Wait on it returned), or, with
+// reaped nil, once pid is no longer running. This process adopts the
+// orphans (see adoptOrphans) and reaps them, so that no zombie is left to an
+// init that may never reap it.
+func KillTree(pid int, reaped <-chan struct{}) {
 	adoptOrphans()
-	pid := r.cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	procs := children(pid)
+	procs := descendants(pid)
 	for _, p := range append(procs, pid) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	<-r.done
+	if reaped != nil {
+		<-reaped
+	} else {
+		procs = append(procs, pid)
+	}
 	reap(procs)
+}
+
+// descendants stops and returns every process below pid, parents before
+// their children.
+func descendants(pid int) []int {
+	var out []int
+	for _, c := range children(pid) {
+		_ = syscall.Kill(c, syscall.SIGSTOP)
+		out = append(out, c)
+		out = append(out, descendants(c)...)
+	}
+	return out
 }
 
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h).
@@ -361,12 +382,13 @@ func reap(procs []int) {
 		left = slices.DeleteFunc(left, func(p int) bool {
 			var ws syscall.WaitStatus
 			got, err := syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
-			if got == p || err != nil {
-				// Reaped, or not ours to reap (then gone or a zombie of
-				// another parent: either way it holds nothing).
+			if got == p {
 				return true
 			}
-			return false
+			// Not ours to reap: gone, or a zombie of another parent, holds
+			// nothing.
+			state, _, ok := procStat(p)
+			return err != nil && (!ok || state == 'Z')
 		})
 	}
 }
@@ -399,8 +421,8 @@ func (s *Server) cleanup() {
 	}
 }
 
-// findBinDir returns the directory holding initdb and postgres.
-func findBinDir() (string, error) {
+// BinDir returns the directory holding initdb and postgres.
+func BinDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		dir := filepath.Dir(p)
 		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
@@ -425,8 +447,9 @@ func versionOf(dir string) int {
 	return n
 }
 
-// postgresUser is the account the server runs as when the test is root.
-func postgresUser() (*syscall.Credential, error) {
+// ServerUser is the account a server runs as when the test is root: initdb
+// refuses root.
+func ServerUser() (*syscall.Credential, error) {
 	u, err := user.Lookup("postgres")
 	if err != nil {
 		return nil, fmt.Errorf("initdb refuses root and there is no postgres user to run it as: %w", err)
