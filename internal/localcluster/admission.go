@@ -49,7 +49,7 @@ func (c *Cluster) WaitAdmitted(ctx context.Context, names ...string) error {
 			c.log.Info("localcluster: nodes admitted", "nodes", names, "after", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
-		if errs.Is(err, errs.Unauthorized) {
+		if errs.Is(err, errs.Unauthorized) || errs.Is(err, errs.Forbidden) {
 			// Waiting cannot make a refused key right.
 			return err
 		}
@@ -82,15 +82,27 @@ func (c *Cluster) notAdmitted(ctx context.Context, names []string) ([]string, er
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusUnauthorized {
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		var answer struct{ Message string }
-		_ = json.Unmarshal(body, &answer)
+		var answer struct{ Error, Message string }
+		if json.Unmarshal(body, &answer) != nil || answer.Error == "" {
+			// Not the coordinator's error shape (a proxy's page, say).
+			first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+			if len(first) > 200 {
+				first = first[:200] + "…"
+			}
+			answer.Error, answer.Message = http.StatusText(resp.StatusCode), first
+		}
 		how := "with ROOT_ACCESS_KEY from the coordinator's environment"
 		if key == "" {
 			how = "without a key: the coordinator's environment sets no ROOT_ACCESS_KEY and ROOT_SECRET_KEY to poll with"
 		}
-		return nil, errs.E(errs.Unauthorized, "localcluster: the coordinator refuses GET /api/nodes (401 UNAUTHORIZED: %s), asked %s", answer.Message, how)
+		kind := errs.Unauthorized
+		if resp.StatusCode == http.StatusForbidden {
+			kind = errs.Forbidden
+		}
+		return nil, errs.E(kind, "localcluster: the coordinator refuses GET /api/nodes (%d %s: %s), asked %s",
+			resp.StatusCode, answer.Error, answer.Message, how)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /api/nodes answered %s", resp.Status)

@@ -210,3 +210,27 @@ func TestAdmissionPollUsesTheRootKey(t *testing.T) {
 	require.Equal(t, errs.Unauthorized, errs.KindOf(err), "%v", err)
 	require.ErrorContains(t, err, "the coordinator's environment sets no ROOT_ACCESS_KEY and ROOT_SECRET_KEY")
 }
+
+// TestAdmissionPollStopsAtAForbiddenAnswer: a 403, the coordinator's own or
+// a proxy's page, ends the wait at once with what it said.
+func TestAdmissionPollStopsAtAForbiddenAnswer(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"coordinator", `{"status":403,"error":"FORBIDDEN","message":"the policy of root-key does not allow it"}`,
+			"403 FORBIDDEN: the policy of root-key does not allow it"},
+		{"proxy", "<html>Forbidden by the front</html>\nmore", "403 Forbidden: <html>Forbidden by the front</html>)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(srv.Close)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			err := fakeAdmitter(t, srv, "ROOT_ACCESS_KEY=root-key", "ROOT_SECRET_KEY=root-secret").WaitAdmitted(ctx)
+			require.Equal(t, errs.Forbidden, errs.KindOf(err), "%v", err)
+			require.NotErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
