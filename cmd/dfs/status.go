@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +24,8 @@ copy) and, per node, how many files would be left with one copy or none if
 that node failed now. Then each storage node's scrubber: how far its pass
 over the node's copies has come, when it last finished one, and the corrupt
 copies (checksum mismatches) it found this period and ever. -json prints the
-durability report only; GET /api/cluster/scrub has the scrubbers'.
+durability report only; GET /api/cluster/scrub has the scrubbers', with
+each unreachable node's error in full (shortened here).
 
 The exit status is 1 when some file has fewer healthy copies than the
 replication factor, so that a script can wait for repairs:
@@ -124,7 +126,7 @@ func printScrub(w io.Writer, rep client.ScrubReport) {
 		if !n.Reachable {
 			fmt.Fprintf(tw, "%s\tunreachable\t-\t-\t-\t-\n", n.NodeID)
 			if n.Error != "" {
-				errors = append(errors, fmt.Sprintf("%s: %s", n.NodeID, n.Error))
+				errors = append(errors, fmt.Sprintf("%s: %s", n.NodeID, clip(n.Error, maxErrorWidth)))
 			}
 			continue
 		}
@@ -140,6 +142,23 @@ func printScrub(w io.Writer, rep client.ScrubReport) {
 	for _, e := range errors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
+}
+
+// maxErrorWidth bounds a node's error under the scrub table, in runes.
+const maxErrorWidth = 160
+
+// clip is s on one line (each run of white space one space) and at most
+// width runes: a longer one keeps its start, which says what was asked,
+// and its end, where a Go error chain puts the cause, with " … " between.
+func clip(s string, width int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) <= width {
+		return string(r)
+	}
+	gap := []rune(" … ")
+	head := (width - len(gap)) / 3
+	tail := width - len(gap) - head
+	return string(r[:head]) + string(gap) + string(r[len(r)-tail:])
 }
 
 // passState is a node's pass in a word or two: "running 25%", "done", or

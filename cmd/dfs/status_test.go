@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,6 +111,8 @@ func TestStatusShowsEachNodesScrubPass(t *testing.T) {
 			CorruptionsFound: 2, CorruptionsFoundTotal: 2}},
 		{NodeID: "node-3", Status: client.NodeUnhealthy, Error: "Get \"http://127.0.0.1:9003/internal/scrub\": dial tcp 127.0.0.1:9003: connect: connection refused"},
 		{NodeID: "node-4", Status: client.NodeHealthy, Reachable: true},
+		{NodeID: "node-5", Status: client.NodeUnhealthy, Error: "Get \"https://node-5.example:9005/internal/scrub\": tls: failed to verify certificate:\n\t" +
+			strings.Repeat("x509: certificate signed by unknown authority; ", 8) + "read: connection reset by peer"},
 	}}
 	code, stdout, stderr := dfs(t, f.srv.URL, "", "status")
 	require.Equal(t, exitOK, code, stderr)
@@ -125,6 +129,11 @@ func TestStatusShowsEachNodesScrubPass(t *testing.T) {
 	}
 	header := regexp.MustCompile(`(?m)^NODE.*$`).FindString(stdout)
 	require.Less(t, len(header), 120, "the error does not widen the table: %q", header)
+	// A long error is shortened to one line that keeps what was asked and
+	// the cause at its end.
+	long := regexp.MustCompile(`(?m)^  node-5: .*$`).FindString(stdout)
+	require.Regexp(t, `^  node-5: Get "https://node-5\.example:9005/internal/scrub".* … .*read: connection reset by peer$`, long)
+	require.LessOrEqual(t, utf8.RuneCountInString(long), len("  node-5: ")+maxErrorWidth)
 	code, stdout, _ = dfs(t, f.srv.URL, "", "status", "-json")
 	require.Equal(t, exitOK, code)
 	require.NotContains(t, stdout, "node-1", "-json is the durability report")
@@ -140,4 +149,22 @@ func TestStatusShowsEachNodesScrubPass(t *testing.T) {
 	code, stdout, _ = dfs(t, f.srv.URL, "", "status")
 	require.Equal(t, exitOK, code)
 	require.NotContains(t, stdout, "scrub", "a coordinator without scrubbers shows none")
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"connection refused", 20, "connection refused"},
+		{"a\n\tb   c", 20, "a b c"},
+		{"0123456789", 10, "0123456789"},
+		{"0123456789ab", 10, "01 … 789ab"},
+		{"ééééééééééüüüüü", 9, "éé … üüüü"},
+	} {
+		got := clip(tc.in, tc.width)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+		require.LessOrEqual(t, utf8.RuneCountInString(got), tc.width)
+	}
 }
