@@ -229,6 +229,17 @@ func TestZonesKeepCopiesApartAndSurviveAWholeZoneKilled(t *testing.T) {
 	for _, f := range acked {
 		c.mustRead(f)
 	}
+	// The durability view agrees: any one zone can go, none is collapsed.
+	d := c.durability()
+	require.GreaterOrEqual(t, d.Files, len(acked))
+	require.Zero(t, d.FilesZoneCollapsed)
+	require.Equal(t, 2, d.ZoneFailureHeadroom, "three copies in three zones: any two whole zones can fail")
+	require.Len(t, d.Zones, 3)
+	for _, z := range d.Zones {
+		require.Len(t, z.Nodes, 2, "zone %s", z.Zone)
+		require.Zero(t, z.FilesLeftWithNoCopy, "zone %s", z.Zone)
+		require.Zero(t, z.FilesLeftWithOneCopy, "zone %s: each zone holds one copy of each file", z.Zone)
+	}
 }
 
 func TestAWeightTwoNodeTakesTwiceTheShare(t *testing.T) {

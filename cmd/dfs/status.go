@@ -77,6 +77,13 @@ func printDurability(w io.Writer, rep client.DurabilityReport) {
 	}
 	fmt.Fprintf(tw, "failure headroom\t%d (node failures survivable now without losing a file)\n", rep.FailureHeadroom)
 	fmt.Fprintf(tw, "nodes\t%d healthy of %d known\n", rep.HealthyNodes, len(rep.Nodes))
+	zoned := slices.ContainsFunc(rep.Zones, func(z client.ZoneRisk) bool { return z.Zone != "" })
+	if zoned {
+		fmt.Fprintf(tw, "zone headroom\t%d (whole zones that can fail now without losing a file)\n", rep.ZoneFailureHeadroom)
+		if rep.FilesZoneCollapsed > 0 {
+			fmt.Fprintf(tw, "zone collapsed\t%d files keep two copies in one zone while another zone has a healthy node\n", rep.FilesZoneCollapsed)
+		}
+	}
 	tw.Flush()
 	if len(rep.Nodes) == 0 {
 		return
@@ -86,6 +93,20 @@ func printDurability(w io.Writer, rep client.DurabilityReport) {
 	fmt.Fprintln(tw, "NODE\tSTATUS\tFILES LEFT WITH 1 COPY\tFILES LEFT WITH NONE")
 	for _, n := range rep.Nodes {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", n.NodeID, n.Status, n.FilesLeftWithOneCopy, n.FilesLeftWithNoCopy)
+	}
+	tw.Flush()
+	if !zoned {
+		return
+	}
+	fmt.Fprintln(w, "\nif one whole zone failed now:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ZONE\tHEALTHY NODES\tFILES LEFT WITH 1 COPY\tFILES LEFT WITH NONE")
+	for _, z := range rep.Zones {
+		name := z.Zone
+		if name == "" {
+			name = "(none)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", name, strings.Join(z.Nodes, ","), z.FilesLeftWithOneCopy, z.FilesLeftWithNoCopy)
 	}
 	tw.Flush()
 }

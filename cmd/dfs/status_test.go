@@ -58,6 +58,20 @@ func TestStatus(t *testing.T) {
 			`(?m)^node-1\s+HEALTHY\s+11\s+1$`,
 			`(?m)^node-2\s+UNHEALTHY\s+0\s+0$`,
 		}},
+		{"zones", client.DurabilityReport{
+			FilesByCopies: map[string]int{"0": 0, "1": 0, "2": 0, "3": 12}, Files: 12, FailureHeadroom: 2,
+			ReplicationFactor: 3, HealthyNodes: 3, Nodes: nodes([3]int{}, [3]int{}, -1),
+			ZoneFailureHeadroom: 1, FilesZoneCollapsed: 5, Zones: []client.ZoneRisk{
+				{Zone: "a", Nodes: []string{"node-1", "node-2"}, FilesLeftWithOneCopy: 5},
+				{Nodes: []string{"node-3"}},
+			},
+		}, exitOK, []string{
+			`(?m)^zone headroom\s+1 \(`,
+			`(?m)^zone collapsed\s+5 files keep two copies in one zone`,
+			`(?m)^ZONE\s+HEALTHY NODES\s+FILES LEFT WITH 1 COPY\s+FILES LEFT WITH NONE$`,
+			`(?m)^a\s+node-1,node-2\s+5\s+0$`,
+			`(?m)^\(none\)\s+node-3\s+0\s+0$`,
+		}},
 		{"a file lost", client.DurabilityReport{
 			FilesByCopies: map[string]int{"0": 2, "1": 0, "2": 0, "3": 0}, Files: 2, BytesAtRisk: 10,
 			ReplicationFactor: 3, Nodes: nodes([3]int{}, [3]int{}, -1),

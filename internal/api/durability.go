@@ -18,6 +18,7 @@ type Durability interface {
 type (
 	DurabilityReport = apiwire.DurabilityReport
 	NodeRisk         = apiwire.NodeRisk
+	ZoneRisk         = apiwire.ZoneRisk
 )
 
 func (s *server) durability(w http.ResponseWriter, r *http.Request) {

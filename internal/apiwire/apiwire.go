@@ -57,6 +57,27 @@ type DurabilityReport struct {
 	ReplicationFactor int            `json:"replicationFactor"`
 	HealthyNodes      int            `json:"healthyNodes"`
 	Nodes             []NodeRisk     `json:"nodes"`
+	// ZoneFailureHeadroom is how many whole zones can fail now, whichever
+	// they are, without a readable file losing its last healthy copy (a
+	// node without a zone is a zone of its own).
+	ZoneFailureHeadroom int `json:"zoneFailureHeadroom"`
+	// FilesZoneCollapsed counts the readable files with two healthy copies
+	// in one zone while a zone they are not in has a healthy node.
+	FilesZoneCollapsed int `json:"filesZoneCollapsed"`
+	// Zones holds one entry per zone of the healthy nodes: the named zones
+	// in name order, then each healthy node without a zone, by ID.
+	Zones []ZoneRisk `json:"zones"`
+}
+
+// ZoneRisk is what the failure of every node of one zone at once would do
+// now.
+type ZoneRisk struct {
+	// Zone is the zone's name; "" for a node without one, the only entry
+	// of Nodes.
+	Zone                 string   `json:"zone"`
+	Nodes                []string `json:"nodes"`
+	FilesLeftWithOneCopy int      `json:"filesLeftWithOneCopy"`
+	FilesLeftWithNoCopy  int      `json:"filesLeftWithNoCopy"`
 }
 
 // NodeRisk is what one node's failure would do now. A node that is not

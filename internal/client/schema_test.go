@@ -53,6 +53,7 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		"HealthCheckResult": HealthCheckResult{},
 		"DurabilityReport":  DurabilityReport{},
 		"NodeRisk":          NodeRisk{},
+		"ZoneRisk":          ZoneRisk{},
 		"Chunk":             Chunk{},
 		"ChunkVerify":       ChunkVerify{},
 		"UploadSession":     UploadSession{},

@@ -208,4 +208,5 @@ type NodeHealth struct {
 type (
 	DurabilityReport = apiwire.DurabilityReport
 	NodeRisk         = apiwire.NodeRisk
+	ZoneRisk         = apiwire.ZoneRisk
 )

@@ -108,9 +108,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 		Ring: func() *ring.Ring { return a.members.Ring() }, ContentCache: a.content.Usage,
 	})
 	reg.MustRegister(metrics.NewFilesByStatus(base.CountFilesByStatus, metrics.FilesByStatusOptions{Logger: log}))
-	dur := &durability{store: base, rf: cfg.ReplicationFactor}
+	dur := &durability{store: base, rf: cfg.ReplicationFactor, log: log, bg: a.requests}
 	reg.MustRegister(metrics.NewDurability(dur.Sample, metrics.DurabilityOptions{
 		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
+	reg.MustRegister(metrics.NewZoneDurability(dur.ZoneSample, metrics.ZoneDurabilityOptions{Logger: log}))
 	reg.MustRegister(metrics.NewRepairQueue(base.RepairQueue, metrics.RepairQueueOptions{
 		ReplicationFactor: cfg.ReplicationFactor, Logger: log}))
 
@@ -263,7 +264,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	a.handler = api.New(api.Options{
 		Files: a.files, Members: a.members, Rebalancer: patient{a.rebalancer, 2 * cfg.LeaseTTL, a.requests},
 		Health: &health{store: store, storeKind: storeKind, ring: a.members.Ring, rf: cfg.ReplicationFactor,
-			redisPing: redisPing},
+			redisPing: redisPing, zones: dur.lastZones},
 		Durability:  dur,
 		Uploads:     a.files,
 		Operations:  a.ops,

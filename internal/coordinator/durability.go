@@ -2,7 +2,9 @@ package coordinator
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/dfs-project/dfs/internal/api"
@@ -15,6 +17,17 @@ import (
 type durability struct {
 	store meta.Store
 	rf    int
+	log   *slog.Logger
+	// bg bounds the counts the health check starts in the background (the
+	// coordinator's lifetime); nil is context.Background.
+	bg context.Context
+
+	// mu guards the last zone count, which the cluster health reads
+	// (lastZones) without counting itself.
+	mu         sync.Mutex
+	zones      meta.ZoneDurability
+	zonesAt    time.Time // zero: no count yet
+	refreshing bool
 }
 
 var _ api.Durability = (*durability)(nil)
@@ -41,6 +54,104 @@ func (d *durability) current(ctx context.Context) (meta.Durability, []meta.Node,
 	return got, nodes, len(healthy), err
 }
 
+// currentZones asks the store what a whole zone's failure would do now,
+// over the nodes that are HEALTHY, each in its placement zone, and keeps
+// the answer for lastZones. When no healthy node has a zone, each is a
+// zone of its own and the answer is Durability's (known, when the caller
+// has it, or counted): the zone count reads every healthy copy, the node
+// count only the files at risk.
+func (d *durability) currentZones(ctx context.Context, known *meta.Durability) (meta.ZoneDurability, error) {
+	ctx, cancel := context.WithTimeout(ctx, durabilityTimeout)
+	defer cancel()
+	nodes, err := d.store.ListNodes(ctx)
+	if err != nil {
+		return meta.ZoneDurability{}, err
+	}
+	healthy := map[string]string{}
+	var ids []string
+	zoned := false
+	for _, n := range nodes {
+		if n.Status == meta.NodeHealthy {
+			healthy[n.ID] = n.PlacementZone()
+			ids = append(ids, n.ID)
+			zoned = zoned || n.PlacementZone() != ""
+		}
+	}
+	var z meta.ZoneDurability
+	switch {
+	case zoned:
+		z, err = d.store.ZoneDurability(ctx, healthy)
+	case known != nil:
+		z = known.AsZones()
+	default:
+		var got meta.Durability
+		got, err = d.store.Durability(ctx, ids)
+		z = got.AsZones()
+	}
+	if err != nil {
+		return meta.ZoneDurability{}, err
+	}
+	d.mu.Lock()
+	d.zones, d.zonesAt = z, time.Now()
+	d.mu.Unlock()
+	return z, nil
+}
+
+// zoneCountFresh is how old a zone count the cluster health still reports
+// from; zoneCountRefresh is the age at which it asks for a new one.
+const (
+	zoneCountFresh   = 2 * time.Minute
+	zoneCountRefresh = 30 * time.Second
+)
+
+// lastZones returns the last zone count if it is at most zoneCountFresh
+// old (ok false otherwise), and starts a count in the background when it
+// is older than zoneCountRefresh, so that the health check, asked often,
+// never waits for one.
+func (d *durability) lastZones() (z meta.ZoneDurability, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	age := time.Since(d.zonesAt)
+	if (d.zonesAt.IsZero() || age > zoneCountRefresh) && !d.refreshing {
+		d.refreshing = true
+		bg := d.bg
+		if bg == nil {
+			bg = context.Background()
+		}
+		go func() {
+			_, err := d.currentZones(bg, nil)
+			if err != nil && bg.Err() == nil && d.log != nil {
+				d.log.Warn("zone durability count failed", "err", err)
+			}
+			d.mu.Lock()
+			d.refreshing = false
+			d.mu.Unlock()
+		}()
+	}
+	if d.zonesAt.IsZero() || age > zoneCountFresh {
+		return meta.ZoneDurability{}, false
+	}
+	return d.zones, true
+}
+
+// ZoneSample is the zone report as the metrics see it: the store's answer
+// and the zone failure headroom.
+// It reuses a count at most zoneCountRefresh old, as the health check
+// does: the count reads every healthy copy (PERFORMANCE.md), so scrapes and
+// health checks share one every zoneCountRefresh at most.
+func (d *durability) ZoneSample(ctx context.Context) (meta.ZoneDurability, int, error) {
+	d.mu.Lock()
+	z, at := d.zones, d.zonesAt
+	d.mu.Unlock()
+	if at.IsZero() || time.Since(at) > zoneCountRefresh {
+		var err error
+		if z, err = d.currentZones(ctx, nil); err != nil {
+			return meta.ZoneDurability{}, 0, err
+		}
+	}
+	return z, z.FailureHeadroom(d.rf), nil
+}
+
 // Sample is the report as the metrics see it: the store's answer and the
 // failure headroom.
 func (d *durability) Sample(ctx context.Context) (meta.Durability, int, error) {
@@ -57,14 +168,25 @@ func (d *durability) Durability(ctx context.Context) (api.DurabilityReport, erro
 	if err != nil {
 		return api.DurabilityReport{}, err
 	}
+	zones, err := d.currentZones(ctx, &got)
+	if err != nil {
+		return api.DurabilityReport{}, err
+	}
 	rep := api.DurabilityReport{
-		FilesByCopies:     map[string]int{},
-		Files:             got.Files(),
-		BytesAtRisk:       got.BytesAtRisk,
-		FailureHeadroom:   got.FailureHeadroom(healthy, d.rf),
-		ReplicationFactor: d.rf,
-		HealthyNodes:      healthy,
-		Nodes:             make([]api.NodeRisk, 0, len(nodes)),
+		FilesByCopies:       map[string]int{},
+		Files:               got.Files(),
+		BytesAtRisk:         got.BytesAtRisk,
+		FailureHeadroom:     got.FailureHeadroom(healthy, d.rf),
+		ReplicationFactor:   d.rf,
+		HealthyNodes:        healthy,
+		Nodes:               make([]api.NodeRisk, 0, len(nodes)),
+		ZoneFailureHeadroom: zones.FailureHeadroom(d.rf),
+		FilesZoneCollapsed:  zones.Collapsed,
+		Zones:               make([]api.ZoneRisk, 0, len(zones.Zones)),
+	}
+	for _, z := range zones.Zones {
+		rep.Zones = append(rep.Zones, api.ZoneRisk{Zone: z.Zone, Nodes: z.Nodes,
+			FilesLeftWithOneCopy: z.FilesLeftWithOneCopy, FilesLeftWithNoCopy: z.FilesLeftWithNoCopy})
 	}
 	for c := 0; c <= d.rf; c++ {
 		rep.FilesByCopies[strconv.Itoa(c)] = 0

@@ -17,6 +17,9 @@ type health struct {
 	ring      func() *ring.Ring
 	rf        int
 	redisPing func(ctx context.Context) error // nil when Redis is not configured
+	// zones returns the last count of what a zone's failure would do, ok
+	// false when there is none recent enough; nil reports no zone reason.
+	zones func() (z meta.ZoneDurability, ok bool)
 }
 
 var _ api.Health = (*health)(nil)
@@ -30,8 +33,10 @@ func (h *health) Ready(ctx context.Context) error {
 
 // Cluster is UP when the metadata store is up and every ring node is healthy
 // with at least RF of them; DEGRADED when a node is down, fewer than RF nodes
-// are on the ring or a configured Redis is unreachable; DOWN when no node is
-// on the ring or the metadata store is down.
+// are on the ring, a configured Redis is unreachable or the last zone count
+// (at most zoneCountFresh old) found files whose copies share a zone when
+// they need not; DOWN when no node is on the ring or the metadata store is
+// down.
 func (h *health) Cluster(ctx context.Context) api.HealthReport {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -85,6 +90,11 @@ func (h *health) Cluster(ctx context.Context) api.HealthReport {
 	}
 	if rep.Nodes.Unhealthy > 0 {
 		degrade(fmt.Sprintf("%d node(s) unhealthy", rep.Nodes.Unhealthy))
+	}
+	if h.zones != nil {
+		if z, ok := h.zones(); ok && z.Collapsed > 0 {
+			degrade(fmt.Sprintf("%d file(s) keep two copies in one zone while another zone has a healthy node", z.Collapsed))
+		}
 	}
 	return rep
 }

@@ -533,6 +533,21 @@ func (d Durability) MinCopies() (int, bool) {
 	return lowest, found
 }
 
+// AsZones is the ZoneDurability of d's healthy nodes when each is a zone of
+// its own (no node has a zone): every zone is one node, whose failure does
+// what Durability counts for it, and no two copies share a zone. It is
+// what Store.ZoneDurability answers for such a map, at the cost of
+// Durability alone.
+func (d Durability) AsZones() ZoneDurability {
+	z := ZoneDurability{Zones: make([]ZoneRisk, 0, len(d.Nodes)), Files: d.Files()}
+	z.MinZones, _ = d.MinCopies()
+	for _, n := range d.Nodes {
+		z.Zones = append(z.Zones, ZoneRisk{Nodes: []string{n.NodeID},
+			FilesLeftWithOneCopy: n.FilesLeftWithOneCopy, FilesLeftWithNoCopy: n.FilesLeftWithNoCopy})
+	}
+	return z
+}
+
 // FailureHeadroom is how many arbitrary node failures the readable files
 // survive now without one of them losing its last healthy copy: the fewest
 // healthy copies of any file, minus one, and never below zero (a file with

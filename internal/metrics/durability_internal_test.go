@@ -124,3 +124,47 @@ func TestDurabilityBoundsACount(t *testing.T) {
 	require.True(t, sawDeadline.Load())
 	require.Equal(t, 1.0, testutil.ToFloat64(c.errors))
 }
+
+func TestZoneDurabilityGauges(t *testing.T) {
+	var calls atomic.Int32
+	var fail atomic.Bool
+	c := NewZoneDurability(func(context.Context) (meta.ZoneDurability, int, error) {
+		calls.Add(1)
+		if fail.Load() {
+			return meta.ZoneDurability{}, 0, errors.New("metadata store down")
+		}
+		return meta.ZoneDurability{Files: 9, MinZones: 2, Collapsed: 4, Zones: []meta.ZoneRisk{
+			{Zone: "a", Nodes: []string{"node-1", "node-2"}, FilesLeftWithOneCopy: 4},
+			{Zone: "b", Nodes: []string{"node-3"}, FilesLeftWithNoCopy: 1},
+			{Nodes: []string{"node-4"}},
+		}}, 1, nil
+	}, ZoneDurabilityOptions{CacheFor: 10 * time.Second})
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c.report.now = clock.now
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(c))
+	want := `
+# HELP dfs_durability_zone_failure_headroom Whole zones that can fail now, whichever they are, without any file losing its last healthy copy.
+# TYPE dfs_durability_zone_failure_headroom gauge
+dfs_durability_zone_failure_headroom 1
+# HELP dfs_durability_zone_files_left Files that would be left with this many healthy copies (1 or 0) if every node of this zone failed now; a node without a zone is its own zone, named by its ID in brackets.
+# TYPE dfs_durability_zone_files_left gauge
+dfs_durability_zone_files_left{copies="0",zone="[node-4]"} 0
+dfs_durability_zone_files_left{copies="0",zone="a"} 0
+dfs_durability_zone_files_left{copies="0",zone="b"} 1
+dfs_durability_zone_files_left{copies="1",zone="[node-4]"} 0
+dfs_durability_zone_files_left{copies="1",zone="a"} 4
+dfs_durability_zone_files_left{copies="1",zone="b"} 0
+# HELP dfs_files_zone_collapsed Readable files with two healthy copies in one zone while a zone they are not in has a healthy node.
+# TYPE dfs_files_zone_collapsed gauge
+dfs_files_zone_collapsed 4
+`
+	names := []string{"dfs_durability_zone_failure_headroom", "dfs_durability_zone_files_left", "dfs_files_zone_collapsed"}
+	require.NoError(t, testutil.CollectAndCompare(reg, strings.NewReader(want), names...))
+	require.Equal(t, int32(1), calls.Load(), "one count serves the scrapes within CacheFor")
+
+	fail.Store(true)
+	clock.advance(11 * time.Second)
+	require.Zero(t, testutil.CollectAndCount(reg, names...), "a failed count leaves the gauges out")
+	require.Equal(t, 1.0, testutil.ToFloat64(c.errors))
+}

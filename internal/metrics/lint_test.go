@@ -82,6 +82,10 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		return meta.Durability{FilesByCopies: map[int]int{3: 5, 2: 1}, BytesAtRisk: 10,
 			Nodes: []meta.NodeDurability{{NodeID: "node-1", FilesLeftWithOneCopy: 1}}}, 1, nil
 	}, metrics.DurabilityOptions{}))
+	reg.MustRegister(metrics.NewZoneDurability(func(context.Context) (meta.ZoneDurability, int, error) {
+		return meta.ZoneDurability{Files: 6, MinZones: 2, Collapsed: 1, Zones: []meta.ZoneRisk{
+			{Zone: "a", Nodes: []string{"node-1", "node-2"}, FilesLeftWithOneCopy: 1}, {Nodes: []string{"node-3"}}}}, 1, nil
+	}, metrics.ZoneDurabilityOptions{}))
 	reg.MustRegister(metrics.NewRepairQueue(func(context.Context) (map[int]int, error) {
 		return map[int]int{1: 2, 2: 9}, nil
 	}, metrics.RepairQueueOptions{}))

@@ -69,11 +69,15 @@ func testZoneDurability(t *testing.T, s meta.Store) {
 	require.Equal(t, lowest, z.MinZones)
 	require.Equal(t, d.Files(), z.Files)
 	require.Zero(t, z.Collapsed)
+	require.Equal(t, z, d.AsZones(), "the coordinator answers a zoneless cluster from Durability alone")
 
 	// With no healthy node there is no zone, and no file has a copy.
 	z, err = s.ZoneDurability(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, meta.ZoneDurability{Zones: []meta.ZoneRisk{}, Files: 7}, z)
+	d, err = s.Durability(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, z, d.AsZones())
 }
 
 // testZoneDurabilitySafe: files whose copies span every zone; a zone's
