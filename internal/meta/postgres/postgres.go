@@ -164,12 +164,15 @@ const (
 	sqlForeignKeyViolation  = "23503"
 	sqlSerializationFailure = "40001"
 	sqlDeadlockDetected     = "40P01"
-	sqlClassDataException   = "22" // a value the column cannot hold
-	sqlClassIntegrity       = "23" // check, not-null and the constraints above
-	sqlClassConnection      = "08" // connection exception
-	sqlClassResources       = "53" // insufficient resources: too many connections, disk full
-	sqlClassOperatorAction  = "57" // shutdown, cannot connect now, statement cancelled
-	sqlClassSystemError     = "58" // I/O error in the server
+	// A write reached a server that does not take writes now: a standby,
+	// or a primary being demoted in a failover.
+	sqlReadOnlyTransaction = "25006"
+	sqlClassDataException  = "22" // a value the column cannot hold
+	sqlClassIntegrity      = "23" // check, not-null and the constraints above
+	sqlClassConnection     = "08" // connection exception
+	sqlClassResources      = "53" // insufficient resources: too many connections, disk full
+	sqlClassOperatorAction = "57" // shutdown, cannot connect now, statement cancelled
+	sqlClassSystemError    = "58" // I/O error in the server
 )
 
 // fail gives err an errs kind. Errors the store built itself pass unchanged.
@@ -179,6 +182,13 @@ func fail(ctx context.Context, err error, op string) error {
 	}
 	if own, ok := err.(*errs.Error); ok {
 		return own
+	}
+	// A connection that could not be opened is an unreachable database
+	// whatever the server said: still starting, a standby refused for
+	// writes, a database a standby has not replayed yet, a full server.
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return rules.Unavailable(err, op)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -192,7 +202,8 @@ func fail(ctx context.Context, err error, op string) error {
 			return errs.Wrap(errs.Invalid, err, "metadata store: %s", op)
 		case pgErr.Code == sqlSerializationFailure, pgErr.Code == sqlDeadlockDetected:
 			return errs.Wrap(errs.Conflict, err, "metadata store: %s: concurrent update", op)
-		case class == sqlClassConnection, class == sqlClassResources,
+		case pgErr.Code == sqlReadOnlyTransaction,
+			class == sqlClassConnection, class == sqlClassResources,
 			class == sqlClassOperatorAction, class == sqlClassSystemError:
 			return rules.Unavailable(err, op)
 		}
