@@ -100,7 +100,8 @@ func Start(t testing.TB, n int) *Cluster {
 		}
 		t.Skipf("skipping: %v", err)
 	}
-	c := &Cluster{t: t, http: &http.Client{Timeout: 2 * time.Second}}
+	// A transport of its own, whose idle connections the cleanup closes.
+	c := &Cluster{t: t, http: &http.Client{Transport: &http.Transport{}, Timeout: 2 * time.Second}}
 	// Not t.TempDir: its parents are private to the test's user, and the
 	// servers may run as another one.
 	if c.root, err = os.MkdirTemp("", "patronitest-"); err != nil {
@@ -450,6 +451,7 @@ func tail(path string) string {
 }
 
 func (c *Cluster) cleanup() {
+	c.http.CloseIdleConnections()
 	for _, m := range c.members {
 		m.mu.Lock()
 		p := m.cur
