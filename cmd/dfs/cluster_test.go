@@ -140,6 +140,61 @@ func TestClusterUpRunsUntilInterrupted(t *testing.T) {
 	}
 }
 
+// TestClusterUpWithAPIAuthKeys: with API_AUTH=keys the cluster's REST API
+// needs the root key, and the wait for the nodes' admission sends it, so
+// the cluster comes up instead of timing out on 401s.
+func TestClusterUpWithAPIAuthKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes; skipped with -short")
+	}
+	t.Setenv("API_AUTH", "keys")
+	bin := filepath.Join(t.TempDir(), "bin")
+	_, err := localcluster.Build(t.Context(), bin)
+	require.NoError(t, err)
+	data := t.TempDir()
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var stdout, stderr testenv.SyncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"cluster", "up", "-build=false", "-bin", bin, "-data", data, "-nodes", "1", "-port", "0", "-node-port", "0", "-s3-port", "0"},
+			stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
+	}()
+	var code int
+	require.Eventually(t, func() bool {
+		select {
+		case code = <-exit:
+			return true
+		default:
+			return strings.Contains(stdout.String(), "press Ctrl-C to stop")
+		}
+	}, 60*time.Second, 20*time.Millisecond)
+	require.Zero(t, code, "exited early:\n%s\n%s", stdout.String(), stderr.String())
+
+	coord := regexp.MustCompile(`(?m)^  coordinator\s+(http://\S+)$`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, coord, stdout.String())
+	var key struct{ AccessKey, SecretKey string }
+	b, err := os.ReadFile(filepath.Join(data, "root-key.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &key))
+	for _, tc := range []struct {
+		key, secret string
+		want        int
+	}{{"", "", http.StatusUnauthorized}, {key.AccessKey, key.SecretKey, http.StatusOK}} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, coord[1]+"/api/nodes", nil)
+		require.NoError(t, err)
+		if tc.key != "" {
+			req.SetBasicAuth(tc.key, tc.secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, tc.want, resp.StatusCode, "key %q", tc.key)
+	}
+	interrupt()
+	require.Equal(t, 0, <-exit, "stderr:\n%s", stderr.String())
+}
+
 // nodeState maps each node the coordinator knows to "STATUS on ring" or
 // "STATUS off ring".
 func nodeState(t *testing.T, coordinator string) map[string]string {
