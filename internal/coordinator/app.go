@@ -63,7 +63,7 @@ type App struct {
 	metrics    *metrics.Coordinator
 	ops        *ops.Tracker        // this process's rebalances, drains and repairs
 	content    *contentcache.Cache // nil without CONTENT_CACHE_SIZE
-	redis      *redisx.Client      // nil without REDIS_URL
+	redis      *redisx.Client      // nil without REDIS_URL or REDIS_CLUSTER_ADDRS
 	// invalidations carries cache invalidations between coordinators
 	// sharing a PostgreSQL store; nil with the embedded store or no Redis.
 	invalidations *redisx.Invalidations
@@ -121,8 +121,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Regi
 	lockOpts := lease.Options{Logger: log, Grace: cfg.LeaseTTL}
 	var locker lease.Locker = lease.NewStoreLocker(base, lockOpts)
 	var redisPing func(context.Context) error
-	if cfg.RedisURL != "" {
-		a.redis, err = redisx.Open(ctx, cfg.RedisURL, redisx.Options{Logger: log, OnError: a.metrics.RedisError})
+	if cfg.RedisURL != "" || len(cfg.RedisClusterAddrs) > 0 {
+		ro := redisx.Options{Logger: log, OnError: a.metrics.RedisError}
+		if len(cfg.RedisClusterAddrs) > 0 {
+			a.redis, err = redisx.OpenCluster(ctx, cfg.RedisClusterAddrs, ro)
+		} else {
+			a.redis, err = redisx.Open(ctx, cfg.RedisURL, ro)
+		}
 		if err != nil {
 			a.close()
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/sqlite"
 	"github.com/dfs-project/dfs/internal/nodeclient"
 	"github.com/dfs-project/dfs/internal/rebalance"
+	"github.com/dfs-project/dfs/internal/redisx"
 	"github.com/dfs-project/dfs/internal/storagenode/wire"
 )
 
@@ -25,6 +26,7 @@ type Config struct {
 	DataDir                     string        // DATA_DIRECTORY: embedded metadata store and upload spool
 	DatabaseURL                 string        // DATABASE_URL: PostgreSQL; empty = embedded store
 	RedisURL                    string        // REDIS_URL: empty = no Redis
+	RedisClusterAddrs           []string      // REDIS_CLUSTER_ADDRS: nodes of a Redis Cluster (host:port, comma-separated), instead of REDIS_URL
 	ReplicationFactor           int           // REPLICATION_FACTOR
 	VirtualNodes                int           // VIRTUAL_NODES
 	MaxFileSize                 int64         // MAX_FILE_SIZE
@@ -182,6 +184,17 @@ func LoadConfig(l *envconf.Loader) (Config, error) {
 	if c.RedisURL != "" {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 			problems = append(problems, fmt.Errorf("REDIS_URL: must be a redis:// or rediss:// URL"))
+		}
+	}
+	if s := l.String("REDIS_CLUSTER_ADDRS", ""); s != "" {
+		addrs, err := redisx.ParseClusterAddrs(s)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Errorf("%v (a comma-separated list of host:port)", err))
+		case c.RedisURL != "":
+			problems = append(problems, errors.New("REDIS_CLUSTER_ADDRS and REDIS_URL: set one of them, not both (REDIS_URL names one Redis server, REDIS_CLUSTER_ADDRS the nodes of a Redis Cluster)"))
+		default:
+			c.RedisClusterAddrs = addrs
 		}
 	}
 	if c.SpoolMemoryMax > 64<<20 {

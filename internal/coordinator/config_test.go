@@ -136,3 +136,27 @@ func TestConfigDoesNotEchoTheDatabasePassword(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2")
 }
+
+func TestConfigRedisClusterAddrs(t *testing.T) {
+	c, err := LoadConfig(envconf.FromMap(map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000, redis-b:7001,[::1]:7002,"}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"10.0.0.1:7000", "redis-b:7001", "[::1]:7002"}, c.RedisClusterAddrs)
+	require.Empty(t, c.RedisURL)
+
+	for value, want := range map[string]string{
+		"redis-a":                   `"redis-a" is not host:port`,
+		"redis-a:0":                 `"redis-a:0": the port must be a number from 1 to 65535`,
+		"redis-a:7000,:7001":        `":7001" is not host:port`,
+		"redis-a:x":                 `"redis-a:x": the port must be a number`,
+		"redis-a:7000,redis-a:7000": `"redis-a:7000" is listed twice`,
+		" , ":                       "REDIS_CLUSTER_ADDRS: no address",
+		"redis://redis-a:7000":      `"redis://redis-a:7000" is not host:port`,
+	} {
+		_, err := LoadConfig(envconf.FromMap(map[string]string{"REDIS_CLUSTER_ADDRS": value}))
+		require.ErrorContains(t, err, "REDIS_CLUSTER_ADDRS", value)
+		require.ErrorContains(t, err, want, value)
+	}
+
+	_, err = LoadConfig(envconf.FromMap(map[string]string{"REDIS_CLUSTER_ADDRS": "redis-a:7000", "REDIS_URL": "redis://cache:6379/0"}))
+	require.ErrorContains(t, err, "REDIS_CLUSTER_ADDRS and REDIS_URL: set one of them, not both")
+}

@@ -130,8 +130,9 @@ return 1`)
 
 // The record key carries a format version, so that a coordinator with a
 // changed FileRecord never decodes another version's JSON.
-func (s *CachedStore) recordKey(id string) string { return s.c.key("file:v1:" + id) }
-func (s *CachedStore) genKey(id string) string    { return s.c.key("filegen:" + id) }
+// Both keys of a file share its hash tag on a cluster (see taggedKey).
+func (s *CachedStore) recordKey(id string) string { return s.c.taggedKey("file:v1:", id) }
+func (s *CachedStore) genKey(id string) string    { return s.c.taggedKey("filegen:", id) }
 
 func (s *CachedStore) now() int64 { return int64(time.Since(s.base)) }
 

@@ -23,6 +23,13 @@ import (
 // others are lost, so Live is false and a cache must not answer from what it
 // holds; each time the subscription is (re)established every handler is
 // called with "" first, to drop everything it held.
+//
+// On a cluster the channel is a shard channel (SPUBLISH, SSUBSCRIBE): every
+// coordinator subscribes at the master of the channel's slot and publishes
+// there, so the count of receivers PUBLISH answers, which on a cluster counts
+// only the subscribers of the node that took the message, is every
+// subscriber; and when the slot moves, the server ends the subscriptions,
+// which are then taken again at the new master.
 type Invalidations struct {
 	c    *Client
 	live atomic.Bool
@@ -70,7 +77,13 @@ func (v *Invalidations) Live() bool { return v.live.Load() }
 func (v *Invalidations) Publish(ctx context.Context, kind, key string) error {
 	id := newToken()
 	cctx, cancel := v.c.cmdCtx(ctx)
-	receivers, err := v.c.rdb.Publish(cctx, v.c.invalidationsChan(), kind+" "+key+" "+id).Result()
+	var receivers int64
+	var err error
+	if v.c.cluster != nil {
+		receivers, err = v.c.rdb.SPublish(cctx, v.c.invalidationsChan(), kind+" "+key+" "+id).Result()
+	} else {
+		receivers, err = v.c.rdb.Publish(cctx, v.c.invalidationsChan(), kind+" "+key+" "+id).Result()
+	}
 	cancel()
 	if err := v.c.check(ctx, "invalidate_publish", err); err != nil {
 		return err
@@ -107,7 +120,7 @@ func (v *Invalidations) Publish(ctx context.Context, kind, key string) error {
 func (v *Invalidations) Run(ctx context.Context) {
 	wait := subscribeRetryFirst
 	for ctx.Err() == nil {
-		established := v.c.subscribeOnce(ctx, v.c.invalidationsChan(), v.deliver)
+		established := v.c.subscribeOnce(ctx, v.c.invalidationsChan(), v.c.cluster != nil, v.deliver)
 		if v.live.Swap(false) {
 			v.c.log.Warn("cache invalidations from other coordinators are not reaching this one; the shared caches are bypassed until the subscription is back")
 		}

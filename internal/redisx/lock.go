@@ -22,7 +22,10 @@ import (
 // no new lease. A process that never saw the old server cannot notice, and
 // may be granted a lease whose old holder has not renewed yet; that holder
 // then finds it taken at its next renewal and stops (see lease.KeepAlive). A first
-// start of Redis withholds nothing.
+// start of Redis withholds nothing. On a cluster each master is watched on its
+// own: a restart of one withholds the leases whose keys live on it. A replica
+// promoted in a failover is a server this process never saw, and it may lack
+// the last leases its master granted.
 type RedisLocker struct {
 	c     *Client
 	owner string
@@ -49,6 +52,8 @@ func (r *RedisLocker) TryLock(ctx context.Context, name string, ttl time.Duratio
 	return lease.Take(ctx, r, r.owner, name, ttl)
 }
 
+// lockKey is the one key of a lease, so a lease lives on one shard of a
+// cluster without a hash tag.
 func (r *RedisLocker) lockKey(name string) string { return r.c.key("lock:" + name) }
 
 // acquireScript takes, takes back or extends a lease, and reports the
@@ -97,7 +102,12 @@ func (r *RedisLocker) Renew(ctx context.Context, name, token string, ttl time.Du
 }
 
 func (r *RedisLocker) run(ctx context.Context, op, name, token string, ttl time.Duration, honourGrace bool) (bool, error) {
-	if honourGrace && r.c.restartedWithin(r.grace) {
+	key := r.lockKey(name)
+	node, err := r.c.nodeOf(ctx, key)
+	if err != nil {
+		return false, r.c.check(ctx, op, err)
+	}
+	if honourGrace && r.c.restartedWithin(node, r.grace) {
 		return false, nil
 	}
 	// uptime counts whole seconds; rounding the grace up keeps it whole.
@@ -108,8 +118,8 @@ func (r *RedisLocker) run(ctx context.Context, op, name, token string, ttl time.
 	}
 	cctx, cancel := r.c.cmdCtx(ctx)
 	defer cancel()
-	res, err := acquireScript.Run(cctx, r.c.rdb, []string{r.lockKey(name)},
-		token, ttl.Milliseconds(), graceSecs, honour, r.c.lastRunID()).Slice()
+	res, err := acquireScript.Run(cctx, r.c.rdb, []string{key},
+		token, ttl.Milliseconds(), graceSecs, honour, r.c.lastRunID(node)).Slice()
 	if err := r.c.check(ctx, op, err); err != nil {
 		return false, err
 	}
@@ -117,7 +127,7 @@ func (r *RedisLocker) run(ctx context.Context, op, name, token string, ttl time.
 	if err != nil {
 		return false, errs.Wrap(errs.Other, err, "redis %s", op)
 	}
-	r.c.observeRun(run, up)
+	r.c.observeRun(node, run, up)
 	return n == 1, nil
 }
 

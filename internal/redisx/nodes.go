@@ -120,7 +120,7 @@ const subscribeQuietFactor = 10
 func (c *Client) SubscribeMembership(ctx context.Context, fn func(nodeID string)) {
 	wait := subscribeRetryFirst
 	for ctx.Err() == nil {
-		if c.subscribeOnce(ctx, c.membershipChan(), fn) {
+		if c.subscribeOnce(ctx, c.membershipChan(), false, fn) {
 			wait = subscribeRetryFirst
 		}
 		select {
@@ -131,11 +131,17 @@ func (c *Client) SubscribeMembership(ctx context.Context, fn func(nodeID string)
 	}
 }
 
-// subscribeOnce holds one subscription to channel until it fails or ctx
-// ends, and reports whether it was established. fn gets "" once the
-// subscription is established and each message's payload after that.
-func (c *Client) subscribeOnce(ctx context.Context, channel string, fn func(payload string)) (established bool) {
-	ps := c.rdb.Subscribe(ctx, channel)
+// subscribeOnce holds one subscription to channel (a shard channel when
+// sharded) until it fails or ctx ends, and reports whether it was
+// established. fn gets "" once the subscription is established and each
+// message's payload after that.
+func (c *Client) subscribeOnce(ctx context.Context, channel string, sharded bool, fn func(payload string)) (established bool) {
+	var ps *redis.PubSub
+	if sharded {
+		ps = c.rdb.SSubscribe(ctx, channel)
+	} else {
+		ps = c.rdb.Subscribe(ctx, channel)
+	}
 	defer ps.Close()
 	// A blocked receive watches only its timeout; closing the subscription
 	// is what ends it when ctx does.
@@ -165,10 +171,15 @@ func (c *Client) subscribeOnce(ctx context.Context, channel string, fn func(payl
 		pinged = false
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				established = true
 				_ = c.check(ctx, "subscribe", nil)
 				fn("")
+			case "sunsubscribe":
+				// The server dropped a shard channel whose slot it no
+				// longer serves: subscribe again where it lives now.
+				return established
 			}
 		case *redis.Message:
 			fn(m.Payload)

@@ -1,4 +1,4 @@
-// Package redisx is dfs's use of Redis, which is an optimisation and never a
+// Package redisx is dfs's use of Redis, one server or a Redis Cluster, which is an optimisation and never a
 // dependency: a read-through cache of file records (CachedStore), the Redis
 // implementations of lease.Locker that keep background work single-writer
 // across coordinators (RedisLocker, and Fallback, which moves to a lease row in
@@ -21,6 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,13 +59,17 @@ type Options struct {
 	OnError func(op string)
 }
 
-// Client is a connection pool to one Redis server. It is safe for concurrent
-// use. It reconnects by itself: go-redis dials a new connection for a command
-// when no pooled one is usable, and after as many failed dials in a row as the
-// pool is large it fails fast and probes in the background once a second
-// until the server answers again.
+// Client is a connection pool to one Redis server or to a Redis Cluster. It
+// is safe for concurrent use. It reconnects by itself: go-redis dials a new
+// connection for a command when no pooled one is usable, and after as many
+// failed dials in a row as the pool is large it fails fast and probes in the
+// background once a second until the server answers again. On a cluster,
+// go-redis follows the slot map and its redirections; a shard that does not
+// answer fails the calls whose keys live on it, and the others go on.
 type Client struct {
-	rdb     *redis.Client
+	rdb redis.UniversalClient
+	// cluster is rdb on a Redis Cluster, nil on one server.
+	cluster *redis.ClusterClient
 	log     *slog.Logger
 	timeout time.Duration
 	prefix  string
@@ -71,10 +78,16 @@ type Client struct {
 	// one, so that an outage is logged once at each end rather than per call.
 	down atomic.Bool
 
-	// What the lock scripts have told about the server: its run_id, and
-	// when a server with a run_id other than the previous one started.
-	runMu     sync.Mutex
-	runID     string
+	// What the lock scripts have told about each server, by its address
+	// ("" on one server): see observeRun.
+	runMu sync.Mutex
+	runs  map[string]*serverRun
+}
+
+// serverRun is what the lock scripts told about one server: its run_id, and
+// when a server with a run_id other than the previous one started.
+type serverRun struct {
+	id        string
 	restarted time.Time
 }
 
@@ -86,18 +99,7 @@ func Open(ctx context.Context, url string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "REDIS_URL")
 	}
-	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = DefaultCommandTimeout
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = o.CommandTimeout
-	}
-	if o.KeyPrefix == "" {
-		o.KeyPrefix = DefaultKeyPrefix
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o = o.withDefaults()
 	ro.DialTimeout = o.DialTimeout
 	ro.ReadTimeout = o.CommandTimeout
 	ro.WriteTimeout = o.CommandTimeout
@@ -116,13 +118,7 @@ func Open(ctx context.Context, url string, o Options) (*Client, error) {
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 
-	c := &Client{
-		rdb:     redis.NewClient(ro),
-		log:     o.Logger,
-		timeout: o.CommandTimeout,
-		prefix:  o.KeyPrefix,
-		onError: o.OnError,
-	}
+	c := newClient(redis.NewClient(ro), nil, o)
 	if err := c.Ping(ctx); err != nil {
 		o.Logger.Warn("redis does not answer; running without cache and Redis leases until it does",
 			"addr", ro.Addr, "err", err)
@@ -132,11 +128,121 @@ func Open(ctx context.Context, url string, o Options) (*Client, error) {
 	return c, nil
 }
 
-// Ping reports whether Redis answers within the command timeout. An error is
-// errs.Unavailable.
+// OpenCluster returns a client for the Redis Cluster that any of addrs
+// (host:port, at least one) belongs to; go-redis learns the rest of the
+// cluster from whichever answers. It fails only on an empty or malformed
+// list (errs.Invalid): a cluster that does not answer at start is logged and
+// used as soon as it does.
+func OpenCluster(ctx context.Context, addrs []string, o Options) (*Client, error) {
+	if err := ValidateClusterAddrs(addrs); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	co := &redis.ClusterOptions{
+		Addrs:        addrs,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.CommandTimeout,
+		WriteTimeout: o.CommandTimeout,
+		PoolTimeout:  o.CommandTimeout,
+		// As in Open: the context deadline bounds the whole call, and one
+		// retry and one dial attempt are all it has room for.
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		DialerRetries:         1,
+		DisableIdentity:       true,
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+	}
+	cc := redis.NewClusterClient(co)
+	c := newClient(cc, cc, o)
+	if err := c.Ping(ctx); err != nil {
+		o.Logger.Warn("redis cluster does not answer in full; running without cache and Redis leases where it does not",
+			"addrs", addrs, "err", err)
+	} else {
+		o.Logger.Info("redis cluster connected", "addrs", addrs, "command_timeout", o.CommandTimeout)
+	}
+	return c, nil
+}
+
+// ValidateClusterAddrs checks a list of cluster node addresses
+// (REDIS_CLUSTER_ADDRS): at least one, each host:port with a port from 1 to
+// 65535, none twice. The error is errs.Invalid and names the bad entry.
+func ValidateClusterAddrs(addrs []string) error {
+	if len(addrs) == 0 {
+		return errs.E(errs.Invalid, "REDIS_CLUSTER_ADDRS: no address")
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
+			return errs.E(errs.Invalid, "REDIS_CLUSTER_ADDRS: %q is not host:port", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return errs.E(errs.Invalid, "REDIS_CLUSTER_ADDRS: %q: the port must be a number from 1 to 65535", a)
+		}
+		if seen[a] {
+			return errs.E(errs.Invalid, "REDIS_CLUSTER_ADDRS: %q is listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// ParseClusterAddrs splits a comma-separated REDIS_CLUSTER_ADDRS value,
+// ignoring spaces around each entry and empty entries, and validates it.
+func ParseClusterAddrs(s string) ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs, ValidateClusterAddrs(addrs)
+}
+
+func (o Options) withDefaults() Options {
+	if o.CommandTimeout <= 0 {
+		o.CommandTimeout = DefaultCommandTimeout
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = o.CommandTimeout
+	}
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultKeyPrefix
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func newClient(rdb redis.UniversalClient, cluster *redis.ClusterClient, o Options) *Client {
+	return &Client{
+		rdb:     rdb,
+		cluster: cluster,
+		log:     o.Logger,
+		timeout: o.CommandTimeout,
+		prefix:  o.KeyPrefix,
+		onError: o.OnError,
+		runs:    map[string]*serverRun{},
+	}
+}
+
+// Ping reports whether Redis answers within the command timeout: on a
+// cluster, every master, since a shard that does not answer takes its part
+// of the caches and leases with it. An error is errs.Unavailable.
 func (c *Client) Ping(ctx context.Context) error {
 	cctx, cancel := c.cmdCtx(ctx)
 	defer cancel()
+	if c.cluster != nil {
+		return c.check(ctx, "ping", c.cluster.ForEachMaster(cctx, func(ctx context.Context, m *redis.Client) error {
+			if err := m.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("%s: %w", m.Options().Addr, err)
+			}
+			return nil
+		}))
+	}
 	return c.check(ctx, "ping", c.rdb.Ping(cctx).Err())
 }
 
@@ -147,6 +253,31 @@ func (c *Client) Close() error {
 
 // key is name in this client's key space.
 func (c *Client) key(name string) string { return c.prefix + name }
+
+// taggedKey is kind+id in this client's key space. On a cluster, id is a
+// hash tag: every key of one id (a file's record and its generation token)
+// lands in one slot, so the scripts and MGET that touch them together do not
+// fail with CROSSSLOT. On one server the key stays as it always was, so that
+// coordinators of different versions sharing that server agree on it.
+func (c *Client) taggedKey(kind, id string) string {
+	if c.cluster != nil {
+		return c.prefix + kind + "{" + id + "}"
+	}
+	return c.prefix + kind + id
+}
+
+// nodeOf names the server that holds key: its address on a cluster (from
+// go-redis's slot map), "" on one server.
+func (c *Client) nodeOf(ctx context.Context, key string) (string, error) {
+	if c.cluster == nil {
+		return "", nil
+	}
+	m, err := c.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	return m.Options().Addr, nil
+}
 
 // cmdCtx bounds one call to the command timeout.
 func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -176,36 +307,50 @@ func (c *Client) check(ctx context.Context, op string, err error) error {
 	return errs.Wrap(errs.Unavailable, err, "redis %s", op)
 }
 
-// observeRun records the server's run_id and uptime (seconds) as a lock
-// script reported them, and notes a restart when the run_id changed.
-func (c *Client) observeRun(run string, uptime int64) {
+// observeRun records the run_id and uptime (seconds) that a lock script
+// reported for node (see nodeOf), and notes a restart when the run_id
+// changed. Each node of a cluster restarts, and forgets its leases, on its
+// own.
+func (c *Client) observeRun(node, run string, uptime int64) {
 	c.runMu.Lock()
 	defer c.runMu.Unlock()
-	if run == c.runID || run == "" {
+	r := c.runs[node]
+	if r == nil {
+		r = &serverRun{}
+		c.runs[node] = r
+	}
+	if run == r.id || run == "" {
 		return
 	}
-	if c.runID != "" {
+	if r.id != "" {
 		// uptime is rounded down, so this is the latest the server can
 		// have started: the grace is never cut short.
-		c.restarted = time.Now().Add(-time.Duration(uptime) * time.Second)
-		c.log.Warn("redis restarted and lost its leases; new ones wait for their holders to take them back",
-			"uptime", time.Duration(uptime)*time.Second)
+		r.restarted = time.Now().Add(-time.Duration(uptime) * time.Second)
+		attrs := []any{"uptime", time.Duration(uptime) * time.Second}
+		if node != "" {
+			attrs = append(attrs, "node", node)
+		}
+		c.log.Warn("redis restarted and lost its leases; new ones wait for their holders to take them back", attrs...)
 	}
-	c.runID = run
+	r.id = run
 }
 
-func (c *Client) lastRunID() string {
+func (c *Client) lastRunID(node string) string {
 	c.runMu.Lock()
 	defer c.runMu.Unlock()
-	return c.runID
+	if r := c.runs[node]; r != nil {
+		return r.id
+	}
+	return ""
 }
 
-// restartedWithin reports whether a restart was noticed and the server
-// started less than d ago.
-func (c *Client) restartedWithin(d time.Duration) bool {
+// restartedWithin reports whether a restart of node was noticed and the
+// server started less than d ago.
+func (c *Client) restartedWithin(node string, d time.Duration) bool {
 	c.runMu.Lock()
 	defer c.runMu.Unlock()
-	return !c.restarted.IsZero() && time.Since(c.restarted) < d
+	r := c.runs[node]
+	return r != nil && !r.restarted.IsZero() && time.Since(r.restarted) < d
 }
 
 // newToken returns a random string that no other invalidation will produce.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dfs-project/dfs/internal/errs"
@@ -71,7 +72,7 @@ func TestReconnectsAfterRestart(t *testing.T) {
 	srv.Kill()
 	// More failed calls than the pool has connections, so that the dial
 	// breaker trips and its background probe is what must notice the return.
-	for range c.rdb.Options().PoolSize + 5 {
+	for range c.rdb.(*redis.Client).Options().PoolSize + 5 {
 		require.Error(t, c.Ping(ctx))
 	}
 	require.Positive(t, n.errors.Load())

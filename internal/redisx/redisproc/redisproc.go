@@ -22,6 +22,21 @@ func Command(bin string, port int, dir string) *exec.Cmd {
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no")
 }
 
+// ClusterCommand is Command for a node of a Redis Cluster whose cluster bus
+// listens on busPort. The node keeps its cluster state in dir/nodes.conf,
+// which outlives a SIGKILL: restarted, it comes back as the same node with
+// the same slots, and without their keys. The other nodes count it failed
+// once it has not answered for nodeTimeout, and keep serving their own slots
+// meanwhile (cluster-require-full-coverage no), so that one dead shard costs
+// only the keys it holds.
+func ClusterCommand(bin string, port, busPort int, dir string, nodeTimeout time.Duration) *exec.Cmd {
+	cmd := Command(bin, port, dir)
+	cmd.Args = append(cmd.Args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(busPort), "--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+		"--cluster-require-full-coverage", "no")
+	return cmd
+}
+
 // Ping speaks just enough RESP to tell a ready server at addr from anything
 // else: nil only when it answers PING with +PONG within a second.
 func Ping(addr string) error {

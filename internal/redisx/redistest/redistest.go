@@ -37,6 +37,9 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// busPort is the cluster bus port of a cluster node, 0 for a server
+	// on its own.
+	busPort int
 
 	mu  sync.Mutex
 	cur *run // nil while killed
@@ -50,19 +53,36 @@ type run struct {
 // Start starts a server and stops it when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return start(t, lookPath(t, "redis-server"), false)
+}
+
+// lookPath finds a program on PATH, or skips the test (fails it under CI).
+func lookPath(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if testenv.InCI() {
-			t.Fatalf("redis-server is not on PATH: %v", err)
+			t.Fatalf("%s is not on PATH: %v", name, err)
 		}
-		t.Skipf("skipping: redis-server is not on PATH")
+		t.Skipf("skipping: %s is not on PATH", name)
 	}
+	return bin
+}
+
+// start starts a server (a cluster node with its own bus port when cluster
+// is set) and stops it when the test ends.
+func start(t testing.TB, bin string, cluster bool) *Server {
+	t.Helper()
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	t.Cleanup(s.cleanup)
 	// Another process may take the port between our probe and the server's
 	// bind; a few attempts make that harmless.
 	for attempt := 0; ; attempt++ {
 		s.port = freePort(t)
+		if cluster {
+			for s.busPort = freePort(t); s.busPort == s.port; s.busPort = freePort(t) {
+			}
+		}
 		err := s.start()
 		if err == nil {
 			return s
@@ -165,6 +185,9 @@ func (s *Server) start() error {
 	}
 	defer logf.Close()
 	cmd := redisproc.Command(s.bin, s.port, s.dir)
+	if s.busPort != 0 {
+		cmd = redisproc.ClusterCommand(s.bin, s.port, s.busPort, s.dir, clusterNodeTimeout)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
