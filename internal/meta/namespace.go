@@ -12,6 +12,15 @@ type Bucket struct {
 	Name      string
 	Owner     string // access key id of the creator
 	CreatedAt time.Time
+	// Tags is the bucket's tag set (PutBucketTags), nil when it has none.
+	Tags []Tag
+}
+
+// Tag is one key and value of an object's or a bucket's tag set. A tag set
+// keeps the order it was given in; the S3 layer checks S3's limits on it.
+type Tag struct {
+	Key   string `json:"k"`
+	Value string `json:"v"`
 }
 
 // Object is one key of a bucket and the file that holds its bytes. A file
@@ -27,7 +36,11 @@ type Object struct {
 	// Headers are the stored headers given back on every read:
 	// x-amz-meta-* (lower-case names), Cache-Control, Content-Disposition,
 	// Content-Encoding, Content-Language and Expires.
-	Headers    map[string]string
+	Headers map[string]string
+	// Tags is the object's tag set, nil when it has none. It belongs to
+	// this version of the key: a PutObject writes the tags it carries and
+	// drops those the key held.
+	Tags       []Tag
 	ModifiedAt time.Time
 	// Precondition, when set on an object being written, is checked in the
 	// transaction that moves the key (PutObject, and an upload's final
@@ -69,6 +82,9 @@ type Namespace interface {
 	GetBucket(ctx context.Context, name string) (Bucket, error)
 	// ListBuckets returns every bucket in name order.
 	ListBuckets(ctx context.Context) ([]Bucket, error)
+	// PutBucketTags replaces a bucket's tag set (nil or empty: none).
+	// NotFound if the bucket is absent.
+	PutBucketTags(ctx context.Context, name string, tags []Tag) error
 	// DeleteBucket removes an empty bucket: NotFound if absent, Conflict
 	// while it holds an object.
 	DeleteBucket(ctx context.Context, name string) error
@@ -84,6 +100,9 @@ type Namespace interface {
 	// DeleteObject removes the key and returns what it held. NotFound if
 	// absent.
 	DeleteObject(ctx context.Context, bucket, key string) (Object, error)
+	// PutObjectTags replaces the tag set of the object the key holds now
+	// (nil or empty: none). NotFound if the key is absent.
+	PutObjectTags(ctx context.Context, bucket, key string, tags []Tag) error
 	// DeleteObjectIf is DeleteObject if what the key holds meets p, checked
 	// in the delete's transaction: NotFound when the key is absent and p
 	// names ETags, Precondition (ErrPreconditionFailed) when p does not hold.
@@ -127,7 +146,9 @@ type Upload struct {
 	Owner       string
 	ContentType string
 	Headers     map[string]string
-	CreatedAt   time.Time
+	// Tags are the tags the object will have (nil: none).
+	Tags      []Tag
+	CreatedAt time.Time
 }
 
 // ListQuery is an S3 listing: keys with Prefix after After, with keys that

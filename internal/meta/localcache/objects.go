@@ -14,11 +14,11 @@ import (
 // same reason and on the same terms as Store keeps file records: every write
 // that can change or remove a row passes through this process.
 //
-// A row changes or goes by PutObject, DeleteObject and DeleteBucket, which
-// pass Objects itself, by an upload's final write that moves a key
-// (UpdateFileAndPutObject), and by the deletion of the file it names (the
-// store cascades the row away with its file row); those two pass the
-// meta.Store that WatchFiles returns. Every file delete and final write of
+// A row changes or goes by PutObject, PutObjectTags, DeleteObject and
+// DeleteBucket, which pass Objects itself, by an upload's final write that
+// moves a key (UpdateFileAndPutObject), and by the deletion of the file it
+// names (the store cascades the row away with its file row); those two pass
+// the meta.Store that WatchFiles returns. Every file delete and final write of
 // the coordinator must go through that store, or a key whose file was
 // deleted or replaced could still be served.
 //
@@ -118,6 +118,15 @@ func (c *Objects) DeleteObject(ctx context.Context, bucket, key string) (meta.Ob
 	c.invalidateKey(k)
 	defer c.invalidateKey(k)
 	return c.Namespace.DeleteObject(ctx, bucket, key)
+}
+
+// PutObjectTags implements meta.Namespace: the tags are part of the row
+// held.
+func (c *Objects) PutObjectTags(ctx context.Context, bucket, key string, tags []meta.Tag) error {
+	k := objectKey{bucket, key}
+	c.invalidateKey(k)
+	defer c.invalidateKey(k)
+	return c.Namespace.PutObjectTags(ctx, bucket, key, tags)
 }
 
 // DeleteBucket implements meta.Namespace. The store removes only an empty

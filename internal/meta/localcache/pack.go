@@ -138,7 +138,8 @@ func (d *decoder) str() string {
 // An object row is held packed the same way: Bucket, Key, FileID, ETag and
 // ContentType as strings, SizeBytes and ModifiedAt (Unix microseconds) as
 // varints, then the number of stored headers plus one (0 for a nil map) and
-// each header's name and value. Held as a struct, with a set per file for
+// each header's name and value, then the number of tags plus one (0 for a
+// nil slice) and each tag's key and value. Held as a struct, with a set per file for
 // the index of rows by file, a row without headers took about 860 bytes;
 // packed, with a list per file, about 410 (BenchmarkObjectFootprint).
 
@@ -151,6 +152,9 @@ func packObject(o *meta.Object) (string, bool) {
 	n := 32 + len(o.Bucket) + len(o.Key) + len(o.FileID) + len(o.ETag) + len(o.ContentType)
 	for k, v := range o.Headers {
 		n += 4 + len(k) + len(v)
+	}
+	for _, t := range o.Tags {
+		n += 4 + len(t.Key) + len(t.Value)
 	}
 	b := make([]byte, 0, n)
 	for _, s := range []string{o.Bucket, o.Key, o.FileID, o.ETag, o.ContentType} {
@@ -166,11 +170,19 @@ func packObject(o *meta.Object) (string, bool) {
 	for k, v := range o.Headers {
 		b = appendString(appendString(b, k), v)
 	}
+	t := uint64(0)
+	if o.Tags != nil {
+		t = uint64(len(o.Tags)) + 1
+	}
+	b = binary.AppendUvarint(b, t)
+	for _, tag := range o.Tags {
+		b = appendString(appendString(b, tag.Key), tag.Value)
+	}
 	return string(b), true
 }
 
-// unpackObject decodes what packObject encoded. The headers are a new map
-// each time, the caller's to change.
+// unpackObject decodes what packObject encoded. The headers and the tags
+// are new each time, the caller's to change.
 func unpackObject(p string) meta.Object {
 	d := decoder{p: p}
 	var o meta.Object
@@ -181,6 +193,12 @@ func unpackObject(p string) meta.Object {
 		for range n - 1 {
 			k := d.str()
 			o.Headers[k] = d.str()
+		}
+	}
+	if n := d.uint(); n > 0 {
+		o.Tags = make([]meta.Tag, n-1)
+		for i := range o.Tags {
+			o.Tags[i] = meta.Tag{Key: d.str(), Value: d.str()}
 		}
 	}
 	return o

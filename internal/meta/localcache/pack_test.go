@@ -61,8 +61,8 @@ func TestPackRoundTrip(t *testing.T) {
 	})
 }
 
-// Every field of every object row comes back as it went in, headers
-// included, a nil map as nil and an empty one as empty.
+// Every field of every object row comes back as it went in, headers and
+// tags included, a nil map or slice as nil and an empty one as empty.
 func TestPackObjectRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		o := meta.Object{Bucket: rapid.String().Draw(t, "bucket"), Key: rapid.String().Draw(t, "key"),
@@ -70,6 +70,11 @@ func TestPackObjectRoundTrip(t *testing.T) {
 			ContentType: rapid.String().Draw(t, "type"), ModifiedAt: exactTimeGen().Draw(t, "modified")}
 		if rapid.Bool().Draw(t, "headers") {
 			o.Headers = rapid.MapOf(rapid.String(), rapid.String()).Draw(t, "header map")
+		}
+		if rapid.Bool().Draw(t, "tags") {
+			o.Tags = rapid.SliceOf(rapid.Custom(func(t *rapid.T) meta.Tag {
+				return meta.Tag{Key: rapid.String().Draw(t, "tag key"), Value: rapid.String().Draw(t, "tag value")}
+			})).Draw(t, "tag set")
 		}
 		packed, ok := packObject(&o)
 		require.True(t, ok)

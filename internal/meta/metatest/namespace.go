@@ -22,8 +22,9 @@ type NamespaceStore interface {
 // objects and their atomic replacement (by PutObject, and by an upload's
 // final write, meta.Store.UpdateFileAndPutObject), listings in byte order
 // with prefixes, delimiters and pages, the tie of an object to its file,
-// access keys, and conditional writes and deletes (meta.Precondition),
-// checked atomically with the write.
+// access keys, conditional writes and deletes (meta.Precondition),
+// checked atomically with the write, and the tag sets of objects, uploads
+// and buckets.
 func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 	tests := []struct {
 		name string
@@ -47,6 +48,10 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"ConditionalCreatesRaceExactlyOneWins", testConditionalCreatesRace},
 		{"ConditionalSwapsRaceExactlyOneWins", testConditionalSwapsRace},
 		{"ConditionalDelete", testConditionalDelete},
+		{"ObjectTags", testObjectTags},
+		{"ObjectTagsRace", testObjectTagsRace},
+		{"UploadTags", testUploadTags},
+		{"BucketTags", testBucketTags},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

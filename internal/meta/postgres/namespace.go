@@ -37,7 +37,7 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
 	b := meta.Bucket{Name: name}
 	err := s.run(ctx, "get bucket "+name, func(ctx context.Context, c *pgxpool.Conn) error {
-		err := c.QueryRow(ctx, `SELECT owner, created_at FROM buckets WHERE name = $1`, name).Scan(&b.Owner, &b.CreatedAt)
+		err := c.QueryRow(ctx, `SELECT owner, created_at, tags FROM buckets WHERE name = $1`, name).Scan(&b.Owner, &b.CreatedAt, &b.Tags)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return rules.BucketNotFound(name)
 		}
@@ -51,11 +51,11 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
 	var out []meta.Bucket
 	err := s.run(ctx, "list buckets", func(ctx context.Context, c *pgxpool.Conn) error {
-		rows, err := c.Query(ctx, `SELECT name, owner, created_at FROM buckets ORDER BY name`)
+		rows, err := c.Query(ctx, `SELECT name, owner, created_at, tags FROM buckets ORDER BY name`)
 		if err == nil {
 			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (meta.Bucket, error) {
 				var b meta.Bucket
-				err := row.Scan(&b.Name, &b.Owner, &b.CreatedAt)
+				err := row.Scan(&b.Name, &b.Owner, &b.CreatedAt, &b.Tags)
 				b.CreatedAt = b.CreatedAt.UTC()
 				return b, err
 			})
@@ -63,6 +63,26 @@ func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
 		return err
 	})
 	return nonNil(out), err
+}
+
+// PutBucketTags replaces a bucket's tag set.
+func (s *Store) PutBucketTags(ctx context.Context, name string, tags []meta.Tag) error {
+	return s.run(ctx, "put tags of bucket "+name, func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, `UPDATE buckets SET tags = $2 WHERE name = $1`, name, tagsValue(tags))
+		if err == nil && tag.RowsAffected() == 0 {
+			return rules.BucketNotFound(name)
+		}
+		return err
+	})
+}
+
+// tagsValue is a tag set as its column holds it: NULL for none, else the
+// JSON array pgx makes of the slice.
+func tagsValue(tags []meta.Tag) any {
+	if len(tags) == 0 {
+		return nil
+	}
+	return tags
 }
 
 // nonNil makes an empty result an empty slice, as the other store answers.
@@ -100,12 +120,12 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	return err
 }
 
-const objectColumns = `bucket, object_key, file_id::text, size_bytes, etag, content_type, headers, modified_at`
+const objectColumns = `bucket, object_key, file_id::text, size_bytes, etag, content_type, headers, modified_at, tags`
 
 func scanObject(row pgx.Row) (meta.Object, error) {
 	var o meta.Object
 	var key []byte
-	if err := row.Scan(&o.Bucket, &key, &o.FileID, &o.SizeBytes, &o.ETag, &o.ContentType, &o.Headers, &o.ModifiedAt); err != nil {
+	if err := row.Scan(&o.Bucket, &key, &o.FileID, &o.SizeBytes, &o.ETag, &o.ContentType, &o.Headers, &o.ModifiedAt, &o.Tags); err != nil {
 		return meta.Object{}, err
 	}
 	o.Key, o.ModifiedAt = string(key), o.ModifiedAt.UTC()
@@ -180,17 +200,17 @@ func putObject(ctx context.Context, tx pgx.Tx, o *meta.Object) (string, error) {
 		}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			tag, err := tx.Exec(ctx, `INSERT INTO objects (`+insertObjectColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			tag, err := tx.Exec(ctx, `INSERT INTO objects (`+insertObjectColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 				ON CONFLICT (bucket, object_key) DO NOTHING`,
-				o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt)
+				o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt, tagsValue(o.Tags))
 			if err != nil || tag.RowsAffected() == 1 {
 				return "", err
 			}
 			continue
 		}
 		_, err = tx.Exec(ctx, `UPDATE objects SET file_id = $3, size_bytes = $4, etag = $5, content_type = $6,
-			headers = $7, modified_at = $8 WHERE bucket = $1 AND object_key = $2`,
-			o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt)
+			headers = $7, modified_at = $8, tags = $9 WHERE bucket = $1 AND object_key = $2`,
+			o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, o.Headers, o.ModifiedAt, tagsValue(o.Tags))
 		if err != nil || replaced == o.FileID {
 			return "", err
 		}
@@ -198,7 +218,7 @@ func putObject(ctx context.Context, tx pgx.Tx, o *meta.Object) (string, error) {
 	}
 }
 
-const insertObjectColumns = `bucket, object_key, file_id, size_bytes, etag, content_type, headers, modified_at`
+const insertObjectColumns = `bucket, object_key, file_id, size_bytes, etag, content_type, headers, modified_at, tags`
 
 // GetObject reads one key.
 func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
@@ -213,6 +233,18 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 		return err
 	})
 	return o, err
+}
+
+// PutObjectTags replaces the tag set of the object the key holds.
+func (s *Store) PutObjectTags(ctx context.Context, bucket, key string, tags []meta.Tag) error {
+	return s.run(ctx, "put tags of object "+bucket+"/"+key, func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, `UPDATE objects SET tags = $3 WHERE bucket = $1 AND object_key = $2`,
+			bucket, []byte(key), tagsValue(tags))
+		if err == nil && tag.RowsAffected() == 0 {
+			return rules.ObjectNotFound(bucket, key)
+		}
+		return err
+	})
 }
 
 // DeleteObject removes the key and returns what it held.

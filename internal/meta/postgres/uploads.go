@@ -11,12 +11,12 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-const uploadColumns = `upload_id, session_id, bucket, object_key, owner, content_type, headers, created_at`
+const uploadColumns = `upload_id, session_id, bucket, object_key, owner, content_type, headers, created_at, tags`
 
 func scanUpload(row pgx.Row) (meta.Upload, error) {
 	var u meta.Upload
 	var key []byte
-	if err := row.Scan(&u.ID, &u.SessionID, &u.Bucket, &key, &u.Owner, &u.ContentType, &u.Headers, &u.CreatedAt); err != nil {
+	if err := row.Scan(&u.ID, &u.SessionID, &u.Bucket, &key, &u.Owner, &u.ContentType, &u.Headers, &u.CreatedAt, &u.Tags); err != nil {
 		return meta.Upload{}, err
 	}
 	u.Key, u.CreatedAt = string(key), u.CreatedAt.UTC()
@@ -39,8 +39,8 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 			}
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO multipart_uploads (`+uploadColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			u.ID, u.SessionID, u.Bucket, []byte(u.Key), u.Owner, u.ContentType, u.Headers, u.CreatedAt)
+		_, err := tx.Exec(ctx, `INSERT INTO multipart_uploads (`+uploadColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			u.ID, u.SessionID, u.Bucket, []byte(u.Key), u.Owner, u.ContentType, u.Headers, u.CreatedAt, tagsValue(u.Tags))
 		return err
 	})
 }

@@ -191,7 +191,7 @@ func (s *Store) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord
 	if err := rules.CheckFile(rec); err != nil {
 		return "", err
 	}
-	headers, err := prepareObject(o)
+	row, err := prepareObject(o)
 	if err != nil {
 		return "", err
 	}
@@ -202,7 +202,7 @@ func (s *Store) CreateFileAndPutObject(ctx context.Context, rec *meta.FileRecord
 			return err
 		}
 		var err error
-		replaced, err = s.putObject(ctx, tx, o, headers)
+		replaced, err = s.putObject(ctx, tx, o, row)
 		return err
 	})
 	if err != nil {
@@ -275,7 +275,7 @@ func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord
 		}
 		return "", err
 	}
-	headers, err := prepareObject(o)
+	row, err := prepareObject(o)
 	if err != nil {
 		return "", err
 	}
@@ -287,7 +287,7 @@ func (s *Store) UpdateFileAndPutObject(ctx context.Context, rec *meta.FileRecord
 			return err
 		}
 		var err error
-		replaced, err = s.putObject(ctx, tx, o, headers)
+		replaced, err = s.putObject(ctx, tx, o, row)
 		return err
 	})
 	if err != nil {

@@ -37,22 +37,32 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
 	b := meta.Bucket{Name: name}
 	var created int64
-	err := s.read.QueryRowContext(ctx, `SELECT owner, created_at FROM buckets WHERE name = ?`, name).Scan(&b.Owner, &created)
+	var tags sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT owner, created_at, tags FROM buckets WHERE name = ?`, name).Scan(&b.Owner, &created, &tags)
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Bucket{}, rules.BucketNotFound(name)
 	}
+	if err != nil {
+		return meta.Bucket{}, fail(ctx, err, "get bucket "+name)
+	}
 	b.CreatedAt = fromMicros(created)
-	return b, fail(ctx, err, "get bucket "+name)
+	b.Tags, err = readTags(tags, "bucket "+name)
+	return b, err
 }
 
 // ListBuckets returns every bucket in name order.
 func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT name, owner, created_at FROM buckets ORDER BY name`)
+	rows, err := s.read.QueryContext(ctx, `SELECT name, owner, created_at, tags FROM buckets ORDER BY name`)
 	return fail2[[]meta.Bucket](ctx, "list buckets")(collect(rows, err, func(row scanner) (meta.Bucket, error) {
 		var b meta.Bucket
 		var created int64
-		err := row.Scan(&b.Name, &b.Owner, &created)
+		var tags sql.NullString
+		if err := row.Scan(&b.Name, &b.Owner, &created, &tags); err != nil {
+			return b, err
+		}
 		b.CreatedAt = fromMicros(created)
+		var err error
+		b.Tags, err = readTags(tags, "bucket "+b.Name)
 		return b, err
 	}))
 }
@@ -110,33 +120,36 @@ func deleteOne(ctx context.Context, tx *sql.Tx, query, key string, missing error
 	return nil
 }
 
-const objectColumns = `bucket, object_key, file_id, size_bytes, etag, content_type, headers, modified_at`
+const objectColumns = `bucket, object_key, file_id, size_bytes, etag, content_type, headers, modified_at, tags`
 
 func scanObject(row scanner) (meta.Object, error) {
 	var o meta.Object
 	var key []byte
 	var headers string
 	var modified int64
-	if err := row.Scan(&o.Bucket, &key, &o.FileID, &o.SizeBytes, &o.ETag, &o.ContentType, &headers, &modified); err != nil {
+	var tags sql.NullString
+	if err := row.Scan(&o.Bucket, &key, &o.FileID, &o.SizeBytes, &o.ETag, &o.ContentType, &headers, &modified, &tags); err != nil {
 		return meta.Object{}, err
 	}
 	o.Key, o.ModifiedAt = string(key), fromMicros(modified)
 	if err := json.Unmarshal([]byte(headers), &o.Headers); err != nil {
 		return meta.Object{}, errs.Wrap(errs.Corrupt, err, "object %s/%s: stored headers", o.Bucket, o.Key)
 	}
-	return o, nil
+	var err error
+	o.Tags, err = readTags(tags, "object "+o.Bucket+"/"+o.Key)
+	return o, err
 }
 
 // PutObject points the key at o.FileID and returns the file it held before.
 func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
-	headers, err := prepareObject(o)
+	row, err := prepareObject(o)
 	if err != nil {
 		return "", err
 	}
 	var replaced string
 	err = s.writeTx(ctx, "put object "+o.Bucket+"/"+o.Key, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		replaced, err = s.putObject(ctx, tx, o, headers)
+		replaced, err = s.putObject(ctx, tx, o, row)
 		return err
 	})
 	if err != nil {
@@ -145,11 +158,18 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (string, error) {
 	return replaced, nil
 }
 
+// objectJSON is what an object's row holds as JSON: its headers and its
+// tags (nil: NULL).
+type objectJSON struct {
+	headers string
+	tags    any
+}
+
 // prepareObject checks o, sets its ModifiedAt to the store's precision
-// (now, when zero) and returns its headers as stored.
-func prepareObject(o *meta.Object) (string, error) {
+// (now, when zero) and returns its headers and tags as stored.
+func prepareObject(o *meta.Object) (objectJSON, error) {
 	if err := rules.CheckObject(o); err != nil {
-		return "", err
+		return objectJSON{}, err
 	}
 	if o.ModifiedAt.IsZero() {
 		o.ModifiedAt = rules.Now()
@@ -160,15 +180,19 @@ func prepareObject(o *meta.Object) (string, error) {
 	}
 	headers, err := json.Marshal(o.Headers)
 	if err != nil {
-		return "", errs.Wrap(errs.Invalid, err, "object headers")
+		return objectJSON{}, errs.Wrap(errs.Invalid, err, "object headers")
 	}
-	return string(headers), nil
+	tags, err := tagsValue(o.Tags)
+	if err != nil {
+		return objectJSON{}, err
+	}
+	return objectJSON{headers: string(headers), tags: tags}, nil
 }
 
 // putObject is PutObject's write, inside tx: it returns the file the key
 // held before, "" when none or when it held o's file already. It fails,
 // writing nothing, when o.Precondition does not hold.
-func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, headers string) (string, error) {
+func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, row objectJSON) (string, error) {
 	var one int
 	if err := s.ws.queryRow(ctx, tx, sqlBucketExists, o.Bucket).Scan(&one); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -187,7 +211,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, heade
 		return "", err
 	}
 	if _, err := s.ws.exec(ctx, tx, sqlPutObject,
-		o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, headers, micros(o.ModifiedAt)); err != nil {
+		o.Bucket, []byte(o.Key), o.FileID, o.SizeBytes, o.ETag, o.ContentType, row.headers, micros(o.ModifiedAt), row.tags); err != nil {
 		return "", err
 	}
 	if replaced == o.FileID {
@@ -202,10 +226,10 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, o *meta.Object, heade
 var (
 	sqlBucketExists = `SELECT 1 FROM buckets WHERE name = ?`
 	sqlObjectFileID = `SELECT file_id, etag FROM objects WHERE bucket = ? AND object_key = ?`
-	sqlPutObject    = `INSERT INTO objects (` + objectColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	sqlPutObject    = `INSERT INTO objects (` + objectColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, object_key) DO UPDATE SET file_id = excluded.file_id, size_bytes = excluded.size_bytes,
 		etag = excluded.etag, content_type = excluded.content_type, headers = excluded.headers,
-		modified_at = excluded.modified_at`
+		modified_at = excluded.modified_at, tags = excluded.tags`
 )
 
 // GetObject reads one key.

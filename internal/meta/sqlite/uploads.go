@@ -11,21 +11,24 @@ import (
 	"github.com/dfs-project/dfs/internal/meta/metastore/rules"
 )
 
-const uploadColumns = `upload_id, session_id, bucket, object_key, owner, content_type, headers, created_at`
+const uploadColumns = `upload_id, session_id, bucket, object_key, owner, content_type, headers, created_at, tags`
 
 func scanUpload(row scanner) (meta.Upload, error) {
 	var u meta.Upload
 	var key []byte
 	var headers string
 	var created int64
-	if err := row.Scan(&u.ID, &u.SessionID, &u.Bucket, &key, &u.Owner, &u.ContentType, &headers, &created); err != nil {
+	var tags sql.NullString
+	if err := row.Scan(&u.ID, &u.SessionID, &u.Bucket, &key, &u.Owner, &u.ContentType, &headers, &created, &tags); err != nil {
 		return meta.Upload{}, err
 	}
 	u.Key, u.CreatedAt = string(key), fromMicros(created)
 	if err := json.Unmarshal([]byte(headers), &u.Headers); err != nil {
 		return meta.Upload{}, errs.Wrap(errs.Corrupt, err, "upload %s: stored headers", u.ID)
 	}
-	return u, nil
+	var err error
+	u.Tags, err = readTags(tags, "upload "+u.ID)
+	return u, err
 }
 
 // CreateUpload records a multipart upload.
@@ -37,6 +40,10 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 	if err != nil {
 		return errs.Wrap(errs.Invalid, err, "upload headers")
 	}
+	tags, err := tagsValue(u.Tags)
+	if err != nil {
+		return err
+	}
 	return s.writeTx(ctx, "create upload "+u.ID, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM buckets WHERE name = ?`, u.Bucket).Scan(&one); err != nil {
@@ -45,8 +52,8 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 			}
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO multipart_uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			u.ID, u.SessionID, u.Bucket, []byte(u.Key), u.Owner, u.ContentType, string(headers), micros(u.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO multipart_uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.ID, u.SessionID, u.Bucket, []byte(u.Key), u.Owner, u.ContentType, string(headers), micros(u.CreatedAt), tags)
 		return err
 	})
 }
