@@ -54,6 +54,9 @@ type PutRequest struct {
 	ContentMD5  string
 	ContentType string
 	Headers     map[string]string
+	// Tags are the object's tag set (nil: none); the key's old tags go
+	// with its old version.
+	Tags []meta.Tag
 	// Precondition, when set, is what the key's object must be for the
 	// key to move (a conditional write): checked before the body is stored
 	// (a refused body is read and discarded), and again, atomically, in the
@@ -85,7 +88,7 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (meta.Object, files.U
 	// The ETag is read once the body has been read whole.
 	object := func(f meta.File) meta.Object {
 		return meta.Object{Bucket: req.Bucket, Key: req.Key, FileID: f.ID, SizeBytes: f.SizeBytes, ETag: sum.etag(),
-			ContentType: req.ContentType, Headers: req.Headers, Precondition: req.Precondition}
+			ContentType: req.ContentType, Headers: req.Headers, Tags: req.Tags, Precondition: req.Precondition}
 	}
 	res, err := s.Files.Upload(ctx, files.UploadRequest{FileName: path.Base(req.Key), ContentType: req.ContentType, Body: sum,
 		Object: object})

@@ -106,13 +106,7 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *request) error {
 	if err := s.o.Namespace.DeleteBucket(r.Context(), r.bucket); err != nil {
 		return err
 	}
-	s.buckets.forget(r.bucket)
-	if s.o.Shared && s.o.Peers != nil {
-		if err := s.o.Peers.Publish(r.Context(), peerKind, r.bucket); err != nil {
-			s.log.Warn("the other coordinators were not told of a deleted bucket; one whose notices still arrive may serve it from its cache for its TTL",
-				"bucket", r.bucket, "ttl", bucketTTL, "err", err)
-		}
-	}
+	s.bucketChanged(r.Context(), r.bucket, "deleted")
 	s.log.Info("bucket deleted", "bucket", r.bucket, "by", r.accessKey)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -104,6 +104,10 @@ func (s *Server) createUpload(w http.ResponseWriter, r *request) error {
 	if err := checkKey(r.key); err != nil {
 		return err
 	}
+	tags, err := headerTags(r.Header)
+	if err != nil {
+		return err
+	}
 	sid, err := s.o.Sessions.CreateSession(r.Context(), path.Base(r.key), r.Header.Get("Content-Type"))
 	if err != nil {
 		return err
@@ -111,7 +115,7 @@ func (s *Server) createUpload(w http.ResponseWriter, r *request) error {
 	// A time-ordered id (UUIDv7): the index lists one key's uploads by id,
 	// which is then the order they were started in, as S3 lists them.
 	u := meta.Upload{ID: uuid.Must(uuid.NewV7()).String(), SessionID: sid, Bucket: r.bucket, Key: r.key, Owner: r.accessKey,
-		ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header)}
+		ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header), Tags: tags}
 	if err := s.o.Namespace.CreateUpload(r.Context(), &u); err != nil {
 		_ = s.o.Sessions.AbortSession(context.WithoutCancel(r.Context()), sid)
 		return err
@@ -303,7 +307,7 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *request) error {
 		contentType = objects.DefaultContentType
 	}
 	o := meta.Object{Bucket: u.Bucket, Key: u.Key, FileID: fileID, SizeBytes: size, ETag: etag, ContentType: contentType, Headers: u.Headers,
-		Precondition: cond}
+		Tags: u.Tags, Precondition: cond}
 	if err := s.objects.Bind(r.Context(), &o); err != nil {
 		if errors.Is(err, meta.ErrPreconditionFailed) || errs.CodeOf(err) == errs.CodeObjectNotFound {
 			// Another write of the key came between the check above and

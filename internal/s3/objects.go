@@ -71,12 +71,16 @@ func (s *Server) putObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	tags, err := headerTags(r.Header)
+	if err != nil {
+		return err
+	}
 	if _, err := s.ownedBucket(r); err != nil {
 		return err
 	}
 	o, _, err := s.objects.Put(r.Context(), objects.PutRequest{Bucket: r.bucket, Key: r.key, Body: r.Body,
 		ContentMD5: r.Header.Get("Content-MD5"), ContentType: r.Header.Get("Content-Type"), Headers: headersOf(r.Header),
-		Precondition: cond})
+		Tags: tags, Precondition: cond})
 	if err != nil {
 		return err
 	}
@@ -139,6 +143,7 @@ func objectHeaders(w http.ResponseWriter, o meta.Object) {
 	h.Set("Last-Modified", o.ModifiedAt.UTC().Format(http.TimeFormat))
 	h.Set("Content-Type", o.ContentType)
 	h.Set("Accept-Ranges", "bytes")
+	tagCount(w, o)
 	for k, v := range o.Headers {
 		if strings.HasPrefix(k, "x-amz-meta-") {
 			// Under the lower-case name S3 answers with: clients that keep
@@ -364,10 +369,19 @@ func (s *Server) copyObject(w http.ResponseWriter, r *request) error {
 		}
 		return err
 	}
-	contentType, headers := src.ContentType, src.Headers
+	contentType, headers, tags := src.ContentType, src.Headers, src.Tags
+	switch r.Header.Get("X-Amz-Tagging-Directive") {
+	case "", "COPY":
+	case "REPLACE":
+		if tags, err = headerTags(r.Header); err != nil {
+			return err
+		}
+	default:
+		return invalidArgument("x-amz-tagging-directive must be COPY or REPLACE")
+	}
 	switch d := r.Header.Get("X-Amz-Metadata-Directive"); d {
 	case "", "COPY":
-		if srcBucket == r.bucket && srcKey == r.key {
+		if srcBucket == r.bucket && srcKey == r.key && r.Header.Get("X-Amz-Tagging-Directive") != "REPLACE" {
 			return s3err(http.StatusBadRequest, "InvalidRequest", "This copy request is illegal because it is trying to copy an "+
 				"object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 		}
@@ -387,31 +401,10 @@ func (s *Server) copyObject(w http.ResponseWriter, r *request) error {
 	}
 	defer d.Body.Close()
 	o, _, err := s.objects.Put(r.Context(), objects.PutRequest{Bucket: r.bucket, Key: r.key, Body: d.Body,
-		ContentType: contentType, Headers: headers, Precondition: cond})
+		ContentType: contentType, Headers: headers, Tags: tags, Precondition: cond})
 	if err != nil {
 		return err
 	}
 	writeXML(w, http.StatusOK, copyObjectResult{LastModified: s3Time(o.ModifiedAt), ETag: quote(o.ETag)})
-	return nil
-}
-
-type tagging struct {
-	XMLName xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ Tagging"`
-	TagSet  struct {
-		Tag []struct{ Key, Value string }
-	}
-}
-
-// objectTagging answers GetObjectTagging. dfs stores no tags, and refuses
-// every request that would set some, so an object's tag set is empty: the
-// answer tools such as `aws s3 cp` need before a multipart copy.
-func (s *Server) objectTagging(w http.ResponseWriter, r *request) error {
-	if _, err := s.ownedBucket(r); err != nil {
-		return err
-	}
-	if _, err := s.o.Namespace.GetObject(r.Context(), r.bucket, r.key); err != nil {
-		return err
-	}
-	writeXML(w, http.StatusOK, tagging{})
 	return nil
 }

@@ -152,38 +152,6 @@ func TestVirtualHostedAddressing(t *testing.T) {
 	require.Equal(t, http.StatusNotImplemented, status, "without S3_DOMAIN the host is not a bucket: %s", body)
 }
 
-// TestTagsAreNeverDropped: dfs keeps no tags, so an object's tag set is
-// empty (what `aws s3 cp` asks before a multipart copy), and a request that
-// would set tags is refused and stores nothing, never taken without them.
-func TestTagsAreNeverDropped(t *testing.T) {
-	srv, mf := newServer(t, "us-east-1", "")
-	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
-	require.Equal(t, http.StatusOK, status)
-	status, body := call(t, srv, http.MethodPut, "", "/bkt/k", "us-east-1", []byte("v"))
-	require.Equal(t, http.StatusOK, status, body)
-
-	status, body = call(t, srv, http.MethodGet, "", "/bkt/k?tagging", "us-east-1", nil)
-	require.Equal(t, http.StatusOK, status, body)
-	require.Contains(t, body, "<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet></TagSet></Tagging>")
-	status, body = call(t, srv, http.MethodGet, "", "/bkt/missing?tagging", "us-east-1", nil)
-	require.Equal(t, http.StatusNotFound, status)
-	require.Contains(t, body, "<Code>NoSuchKey</Code>")
-
-	for _, req := range []struct{ method, path string }{
-		{http.MethodPut, "/bkt/tagged"},          // PutObject
-		{http.MethodPost, "/bkt/tagged?uploads"}, // CreateMultipartUpload
-		{http.MethodPut, "/bkt/k?tagging"},       // PutObjectTagging
-		{http.MethodDelete, "/bkt/k?tagging"},    // DeleteObjectTagging
-	} {
-		status, body = call(t, srv, req.method, "", req.path, "us-east-1", []byte("x"), "X-Amz-Tagging", "team=a")
-		require.Equal(t, http.StatusNotImplemented, status, "%s %s: %s", req.method, req.path, body)
-		require.Contains(t, body, "<Code>NotImplemented</Code>")
-	}
-	require.Len(t, mf.data, 1, "nothing but the first object was stored")
-	status, _ = call(t, srv, http.MethodGet, "", "/bkt/tagged", "us-east-1", nil)
-	require.Equal(t, http.StatusNotFound, status)
-}
-
 // TestRegionIsChecked shows S3_REGION's effect: requests signed for another
 // region are refused.
 func TestRegionIsChecked(t *testing.T) {
@@ -311,7 +279,6 @@ func TestUnimplementedOperationsAnswer501(t *testing.T) {
 		{"GetBucketPolicy", http.MethodGet, "/bkt?policy", ""},
 		{"GetBucketLifecycleConfiguration", http.MethodGet, "/bkt?lifecycle", ""},
 		{"GetBucketCors", http.MethodGet, "/bkt?cors", ""},
-		{"GetBucketTagging", http.MethodGet, "/bkt?tagging", ""},
 		{"GetBucketEncryption", http.MethodGet, "/bkt?encryption", ""},
 		{"GetObjectAttributes", http.MethodGet, "/bkt/k?attributes", ""},
 		{"RestoreObject", http.MethodPost, "/bkt/k?restore", "<RestoreRequest><Days>1</Days></RestoreRequest>"},

@@ -177,7 +177,7 @@ const opUnsupported = "Unsupported"
 // one is answered 501 rather than as the plain operation it would
 // otherwise look like.
 var unsupported = []string{
-	"acl", "policy", "policyStatus", "cors", "lifecycle", "tagging", "website", "logging", "notification",
+	"acl", "policy", "policyStatus", "cors", "lifecycle", "website", "logging", "notification",
 	"replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
 	"accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "ownershipControls",
 	"publicAccessBlock", "requestPayment", "versions", "attributes", "versionId", "renameObject",
@@ -252,11 +252,6 @@ func refusals(r *request) error {
 	if err := checkStorageClass(r); err != nil {
 		return err
 	}
-	if r.Header.Get("X-Amz-Tagging") != "" {
-		// Storing the object without the tags it was sent with would be a
-		// wrong success.
-		return notImplemented("object tagging (the x-amz-tagging header)")
-	}
 	if acl := grants(r.Header); acl != "" {
 		// A bucket or object is its owner's (and the admins') alone: storing
 		// one sent as public-read would be a wrong success.
@@ -323,6 +318,16 @@ func (s *Server) bucketRoute(r *request, q url.Values) (string, handler) {
 	if h := unsupportedSub(q); h != nil {
 		return opUnsupported, h
 	}
+	if q.Has("tagging") {
+		switch r.Method {
+		case http.MethodGet:
+			return "GetBucketTagging", s.bucketTagging
+		case http.MethodPut:
+			return "PutBucketTagging", s.putBucketTagging
+		case http.MethodDelete:
+			return "DeleteBucketTagging", s.deleteBucketTagging
+		}
+	}
 	switch r.Method {
 	case http.MethodPut, http.MethodDelete:
 		// CreateBucket and DeleteBucket take no sub-resource: a PUT or DELETE
@@ -366,15 +371,22 @@ func (s *Server) bucketRoute(r *request, q url.Values) (string, handler) {
 
 func (s *Server) objectRoute(r *request, q url.Values) (string, handler) {
 	if r.Method == http.MethodGet {
-		switch {
-		case q.Has("tagging"):
-			return "GetObjectTagging", s.objectTagging
-		case q.Has("acl"):
+		if q.Has("acl") {
 			return "GetObjectAcl", s.objectACL
 		}
 	}
 	if h := unsupportedSub(q); h != nil {
 		return opUnsupported, h
+	}
+	if q.Has("tagging") {
+		switch r.Method {
+		case http.MethodGet:
+			return "GetObjectTagging", s.objectTagging
+		case http.MethodPut:
+			return "PutObjectTagging", s.putObjectTagging
+		case http.MethodDelete:
+			return "DeleteObjectTagging", s.deleteObjectTagging
+		}
 	}
 	copying := r.Header.Get("X-Amz-Copy-Source") != ""
 	switch r.Method {

@@ -1,0 +1,136 @@
+//go:build linux
+
+package s3e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dfs-project/dfs/internal/redisx/redistest"
+	"github.com/dfs-project/dfs/internal/testenv"
+)
+
+// awsCLI runs Debian's awscli (or the aws on PATH) against url as the root
+// key and returns its stdout; a failure fails the test.
+func awsCLI(t *testing.T, url string) func(args ...string) string {
+	home := t.TempDir()
+	cfg := filepath.Join(home, "aws-config")
+	require.NoError(t, os.WriteFile(cfg, []byte("[default]\ns3 =\n  addressing_style = path\n"), 0o600))
+	tl := tool{t, []string{"HOME=" + home, "AWS_ACCESS_KEY_ID=" + rootKey, "AWS_SECRET_ACCESS_KEY=" + rootSecret,
+		"AWS_DEFAULT_REGION=" + region, "AWS_CONFIG_FILE=" + cfg, "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none")}}
+	return func(args ...string) string {
+		t.Helper()
+		return tl.run("aws", append([]string{"--endpoint-url", url}, args...)...)
+	}
+}
+
+// awsCLIFails runs the aws CLI expecting a failure and returns its log.
+func awsCLIFails(t *testing.T, url string, args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	tl := tool{t, []string{"HOME=" + home, "AWS_ACCESS_KEY_ID=" + rootKey, "AWS_SECRET_ACCESS_KEY=" + rootSecret,
+		"AWS_DEFAULT_REGION=" + region, "AWS_CONFIG_FILE=" + filepath.Join(home, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none")}}
+	out, log, err := tl.try("aws", append([]string{"--endpoint-url", url}, args...)...)
+	require.Error(t, err, "aws %s succeeded:\n%s", strings.Join(args, " "), out)
+	return log
+}
+
+type cliTagSet struct {
+	TagSet []struct{ Key, Value string }
+}
+
+func (s cliTagSet) pairs() []string {
+	var out []string
+	for _, t := range s.TagSet {
+		out = append(out, t.Key+"="+t.Value)
+	}
+	return out
+}
+
+// TestBucketAndObjectConfig drives object and bucket tagging through two
+// coordinators sharing PostgreSQL and Redis, with aws-sdk-go-v2 and the aws
+// CLI: what one coordinator writes, the other serves at once, though it
+// caches bucket records.
+func TestBucketAndObjectConfig(t *testing.T) {
+	shared := []string{"DATABASE_URL=" + testenv.NewPostgresDB(t), "REDIS_URL=" + redistest.Start(t).URL()}
+	c := startCluster(t, shared...)
+	p := c.startPeer(t, shared...)
+	a, b := c.sdk(rootKey, rootSecret), c.sdkAt(p.s3URL)
+	cliA, cliB := awsCLI(t, c.s3URL), awsCLI(t, p.s3URL)
+	ctx := context.Background()
+	_, err := a.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("conf")})
+	require.NoError(t, err)
+
+	t.Run("ObjectTags", func(t *testing.T) {
+		_, err := a.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("conf"), Key: aws.String("report.csv"),
+			Body: strings.NewReader("a,b\n"), Tagging: aws.String("project=dfs&stage=draft")})
+		require.NoError(t, err)
+		head, err := b.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("conf"), Key: aws.String("report.csv")})
+		require.NoError(t, err)
+		require.EqualValues(t, 2, aws.ToInt32(head.TagCount), "the other coordinator counts the tags")
+
+		var got cliTagSet
+		require.NoError(t, json.Unmarshal([]byte(cliB("s3api", "get-object-tagging", "--bucket", "conf", "--key", "report.csv")), &got))
+		require.Equal(t, []string{"project=dfs", "stage=draft"}, got.pairs())
+
+		cliB("s3api", "put-object-tagging", "--bucket", "conf", "--key", "report.csv",
+			"--tagging", `{"TagSet":[{"Key":"stage","Value":"final"},{"Key":"owner","Value":"Zoë"}]}`)
+		out, err := a.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("conf"), Key: aws.String("report.csv")})
+		require.NoError(t, err)
+		require.Len(t, out.TagSet, 2)
+		require.Equal(t, "final", aws.ToString(out.TagSet[0].Value))
+		require.Equal(t, "Zoë", aws.ToString(out.TagSet[1].Value))
+
+		log := awsCLIFails(t, c.s3URL, "s3api", "put-object-tagging", "--bucket", "conf", "--key", "report.csv",
+			"--tagging", `{"TagSet":[{"Key":"aws:system","Value":"x"}]}`)
+		require.Contains(t, log, "InvalidTag")
+
+		// A new version of the key, without tags, has none.
+		_, err = b.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("conf"), Key: aws.String("report.csv"), Body: strings.NewReader("c,d\n")})
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal([]byte(cliA("s3api", "get-object-tagging", "--bucket", "conf", "--key", "report.csv")), &got))
+		require.Empty(t, got.TagSet)
+
+		cliA("s3api", "put-object-tagging", "--bucket", "conf", "--key", "report.csv", "--tagging", `{"TagSet":[{"Key":"k","Value":"v"}]}`)
+		cliA("s3api", "delete-object-tagging", "--bucket", "conf", "--key", "report.csv")
+		out, err = b.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("conf"), Key: aws.String("report.csv")})
+		require.NoError(t, err)
+		require.Empty(t, out.TagSet)
+	})
+
+	t.Run("BucketTags", func(t *testing.T) {
+		log := awsCLIFails(t, p.s3URL, "s3api", "get-bucket-tagging", "--bucket", "conf")
+		require.Contains(t, log, "NoSuchTagSet")
+		cliA("s3api", "put-bucket-tagging", "--bucket", "conf", "--tagging", `{"TagSet":[{"Key":"team","Value":"storage"}]}`)
+		var got cliTagSet
+		require.NoError(t, json.Unmarshal([]byte(cliB("s3api", "get-bucket-tagging", "--bucket", "conf")), &got))
+		require.Equal(t, []string{"team=storage"}, got.pairs())
+
+		// The peer has just read the bucket, which it caches for seconds; a
+		// change through the first coordinator must be what it serves
+		// next, however soon (the SDK's calls take milliseconds).
+		for _, team := range []string{"platform", "data", "ops"} {
+			_, err := a.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String("conf"),
+				Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("team"), Value: aws.String(team)}}}})
+			require.NoError(t, err)
+			out, err := b.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String("conf")})
+			require.NoError(t, err)
+			require.Len(t, out.TagSet, 1)
+			require.Equal(t, team, aws.ToString(out.TagSet[0].Value), "the other coordinator serves the new tags at once")
+		}
+
+		cliB("s3api", "delete-bucket-tagging", "--bucket", "conf")
+		_, err = a.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String("conf")})
+		require.Equal(t, "NoSuchTagSet", code(t, err))
+	})
+}
