@@ -26,6 +26,8 @@ const help = `Configuration is by environment variables only, for example:
                    locked while the coordinator runs
   DATABASE_URL     a postgres:// URL (unset: the embedded SQLite store)
   REDIS_URL        a redis:// URL (unset: no Redis)
+  REDIS_CLUSTER_ADDRS
+                   instead of REDIS_URL: Redis Cluster nodes, host:port,host:port,...
   CLUSTER_TOKEN    bearer token for node <-> coordinator calls
 See the configuration tables in README.md for all of them.
 `
