@@ -12,6 +12,10 @@
 // it, as a lost machine would) and asks the members' REST APIs which one
 // leads. Without patroni, etcd or the PostgreSQL binaries a test is skipped,
 // except under CI, where it fails.
+//
+// A test binary that dies takes etcd and every Patroni with it (the kernel
+// kills them), but not PostgreSQL: Patroni starts the postmaster the way
+// pg_ctl does, detached, and only the test's cleanup kills it.
 package patronitest
 
 import (
@@ -19,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -52,7 +57,7 @@ const (
 
 // Bounds on the harness's own waits.
 const (
-	readyTimeout = 60 * time.Second
+	readyTimeout = 90 * time.Second
 	pollInterval = 100 * time.Millisecond
 )
 
@@ -497,22 +502,30 @@ func need(programs ...string) error {
 }
 
 // freePorts returns n loopback ports that were free a moment ago, all
-// different: their listeners are held until every one is found.
+// different: their listeners are held until every one is found. Patroni
+// binds them seconds later, after initdb or a base backup, so they are taken
+// below the kernel's ephemeral range (32768 and up on Linux), where no
+// outgoing connection or other test's port 0 can land meanwhile.
 func freePorts(n int) ([]int, error) {
+	const lo, hi = 20000, 32768
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
 			l.Close()
 		}
 	}()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("find %d free ports in [%d, %d): only %d found", n, lo, hi, len(ports))
+		}
+		port := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
+			continue
 		}
 		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
