@@ -22,6 +22,9 @@ import (
 //     slip in between), and holders that do not renew must finish within
 //     their TTL anyway. So Fallback grants no new store lease for Grace after
 //     it first sees Redis fail.
+//   - On a Redis Cluster each master counts on its own: while one is down,
+//     the leases whose keys it holds move to the store and the others stay
+//     in Redis.
 //   - When Redis comes back, store holders carry their leases back to Redis
 //     at their next renewal. If it restarted it has forgotten every lease,
 //     and RedisLocker withholds new ones for Grace after it notices the
@@ -40,9 +43,11 @@ type Fallback struct {
 	log   *slog.Logger
 
 	mu sync.Mutex
-	// downSince is when Redis was first seen failing in the current outage;
-	// zero while Redis answers.
-	downSince time.Time
+	// downSince is when Redis was first seen failing in the current outage,
+	// by node (see Client.nodeOf: "" on one server, each master of a
+	// cluster on its own, since one fails while the others answer); absent
+	// while it answers.
+	downSince map[string]time.Time
 }
 
 var _ lease.Locker = (*Fallback)(nil)
@@ -51,7 +56,7 @@ var _ lease.Locker = (*Fallback)(nil)
 // store, or to process-local leases when store is nil.
 func NewFallback(c *Client, store meta.Store, o lease.Options) *Fallback {
 	o = o.WithDefaults()
-	f := &Fallback{redis: NewRedisLocker(c, o), owner: o.Owner, grace: o.Grace, log: o.Logger}
+	f := &Fallback{redis: NewRedisLocker(c, o), owner: o.Owner, grace: o.Grace, log: o.Logger, downSince: map[string]time.Time{}}
 	if store != nil {
 		f.other = lease.NewStoreLocker(store, o)
 	} else {
@@ -60,24 +65,35 @@ func NewFallback(c *Client, store meta.Store, o lease.Options) *Fallback {
 	return f
 }
 
-func (f *Fallback) redisAnswered() {
+func (f *Fallback) redisAnswered(node string) {
 	f.mu.Lock()
-	if !f.downSince.IsZero() {
-		f.log.Info("leases are taken in Redis again", "after", time.Since(f.downSince).Round(time.Millisecond))
-		f.downSince = time.Time{}
+	if since, ok := f.downSince[node]; ok {
+		f.log.Info("leases are taken in Redis again", append(nodeAttr(node), "after", time.Since(since).Round(time.Millisecond))...)
+		delete(f.downSince, node)
 	}
 	f.mu.Unlock()
 }
 
-// redisFailed notes a failure and reports how long Redis has been seen down.
-func (f *Fallback) redisFailed() time.Duration {
+// redisFailed notes a failure of node and reports how long it has been seen
+// down.
+func (f *Fallback) redisFailed(node string) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.downSince.IsZero() {
-		f.downSince = time.Now()
-		f.log.Warn("Redis does not answer; leases move to the fallback", "grace", f.grace)
+	since, ok := f.downSince[node]
+	if !ok {
+		since = time.Now()
+		f.downSince[node] = since
+		f.log.Warn("Redis does not answer; leases move to the fallback", append(nodeAttr(node), "grace", f.grace)...)
 	}
-	return time.Since(f.downSince)
+	return time.Since(since)
+}
+
+// nodeAttr is the log attribute naming a cluster's node; none on one server.
+func nodeAttr(node string) []any {
+	if node == "" {
+		return nil
+	}
+	return []any{"node", node}
 }
 
 // TryLock takes the lease in Redis, or, when Redis fails, in the fallback
@@ -89,14 +105,15 @@ func (f *Fallback) TryLock(ctx context.Context, name string, ttl time.Duration) 
 	}
 	l := &fallbackLease{f: f, name: name, token: lease.NewToken(f.owner), ttl: ttl}
 	start := time.Now()
+	node := f.redis.node(ctx, name)
 	ok, err := f.redis.Acquire(ctx, name, l.token, ttl, false)
 	switch {
 	case err == nil:
-		f.redisAnswered()
+		f.redisAnswered(node)
 		l.inRedis = true
 	case ctx.Err() != nil:
 		return nil, false, err
-	case f.redisFailed() < f.grace:
+	case f.redisFailed(node) < f.grace:
 		return nil, false, nil
 	default:
 		ok, err = f.other.Acquire(ctx, name, l.token, ttl, false)
@@ -144,16 +161,17 @@ func (l *fallbackLease) Renew(ctx context.Context) (bool, error) {
 
 func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
 	f := l.f
+	node := f.redis.node(ctx, l.name)
 	if l.inRedis {
 		ok, err := f.redis.Renew(ctx, l.name, l.token, l.ttl)
 		if err == nil {
-			f.redisAnswered()
+			f.redisAnswered(node)
 			return ok, nil
 		}
 		if ctx.Err() != nil {
 			return false, err
 		}
-		f.redisFailed()
+		f.redisFailed(node)
 		ok, err = f.other.Acquire(ctx, l.name, l.token, l.ttl, true)
 		if ok && err == nil {
 			l.inRedis = false
@@ -163,7 +181,7 @@ func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
 	}
 	ok, err := f.redis.Acquire(ctx, l.name, l.token, l.ttl, true)
 	if err == nil {
-		f.redisAnswered()
+		f.redisAnswered(node)
 		// Whether the lease moved back or was found taken, the fallback
 		// row is no longer ours to keep.
 		if rerr := f.other.Release(context.WithoutCancel(ctx), l.name, l.token); rerr != nil {
@@ -178,7 +196,7 @@ func (l *fallbackLease) renew(ctx context.Context) (bool, error) {
 	if ctx.Err() != nil {
 		return false, err
 	}
-	f.redisFailed()
+	f.redisFailed(node)
 	return f.other.Renew(ctx, l.name, l.token, l.ttl)
 }
 

@@ -56,6 +56,13 @@ func (r *RedisLocker) TryLock(ctx context.Context, name string, ttl time.Duratio
 // cluster without a hash tag.
 func (r *RedisLocker) lockKey(name string) string { return r.c.key("lock:" + name) }
 
+// node names the server that holds the lease name (see Client.nodeOf); ""
+// when it cannot tell, as on one server.
+func (r *RedisLocker) node(ctx context.Context, name string) string {
+	n, _ := r.c.nodeOf(ctx, r.lockKey(name))
+	return n
+}
+
 // acquireScript takes, takes back or extends a lease, and reports the
 // server's run_id and uptime so that the client notices restarts.
 // KEYS: lock. ARGV: token, ttl ms, grace in seconds, "1" to honour the

@@ -40,6 +40,10 @@ const (
 	DefaultKeyPrefix      = "dfs:"
 )
 
+// clusterQuiet is how long a cluster's calls must have gone without a
+// failure before a success ends an outage in the log.
+const clusterQuiet = time.Second
+
 // Options configure a Client. The zero value is usable.
 type Options struct {
 	Logger *slog.Logger
@@ -76,7 +80,11 @@ type Client struct {
 	onError func(op string)
 	// down is true from the first failed call until the next successful
 	// one, so that an outage is logged once at each end rather than per call.
-	down atomic.Bool
+	// On a cluster, the successful call must also come clusterQuiet after
+	// the last failure (lastFailure, Unix nanoseconds): while one master is
+	// dead, calls to the others succeed between the failures.
+	down        atomic.Bool
+	lastFailure atomic.Int64
 
 	// What the lock scripts have told about each server, by its address
 	// ("" on one server): see observeRun.
@@ -272,7 +280,11 @@ func (c *Client) nodeOf(ctx context.Context, key string) (string, error) {
 	if c.cluster == nil {
 		return "", nil
 	}
-	m, err := c.cluster.MasterForKey(ctx, key)
+	// Answered from the slot map go-redis holds, which it loads first if
+	// it has none.
+	cctx, cancel := c.cmdCtx(ctx)
+	defer cancel()
+	m, err := c.cluster.MasterForKey(cctx, key)
 	if err != nil {
 		return "", err
 	}
@@ -291,12 +303,14 @@ func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFun
 // caller's doing and is not counted.
 func (c *Client) check(ctx context.Context, op string, err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
-		if c.down.CompareAndSwap(true, false) {
+		if c.down.Load() && (c.cluster == nil || time.Since(time.Unix(0, c.lastFailure.Load())) >= clusterQuiet) &&
+			c.down.CompareAndSwap(true, false) {
 			c.log.Info("redis answers again")
 		}
 		return err
 	}
 	if ctx.Err() == nil {
+		c.lastFailure.Store(time.Now().UnixNano())
 		if c.onError != nil {
 			c.onError(op)
 		}
