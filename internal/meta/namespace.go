@@ -14,6 +14,25 @@ type Bucket struct {
 	CreatedAt time.Time
 	// Tags is the bucket's tag set (PutBucketTags), nil when it has none.
 	Tags []Tag
+	// CORS is the bucket's CORS configuration (PutBucketCORS), nil when it
+	// has none.
+	CORS []CORSRule
+}
+
+// CORSRule is one rule of a bucket's CORS configuration, as S3 defines it:
+// a browser request from one of AllowedOrigins with one of AllowedMethods
+// (and, for a preflight, only AllowedHeaders) is allowed, and its answer
+// exposes ExposeHeaders. Origins and headers may hold one "*" wildcard.
+// The S3 layer checks the rules; the store keeps them as given.
+type CORSRule struct {
+	ID             string   `json:"id,omitempty"`
+	AllowedOrigins []string `json:"origins"`
+	AllowedMethods []string `json:"methods"`
+	AllowedHeaders []string `json:"headers,omitempty"`
+	ExposeHeaders  []string `json:"expose,omitempty"`
+	// MaxAgeSeconds is how long a browser may cache a preflight's answer;
+	// nil leaves it to the browser.
+	MaxAgeSeconds *int `json:"maxAge,omitempty"`
 }
 
 // Tag is one key and value of an object's or a bucket's tag set. A tag set
@@ -85,6 +104,9 @@ type Namespace interface {
 	// PutBucketTags replaces a bucket's tag set (nil or empty: none).
 	// NotFound if the bucket is absent.
 	PutBucketTags(ctx context.Context, name string, tags []Tag) error
+	// PutBucketCORS replaces a bucket's CORS configuration (nil or empty:
+	// none). NotFound if the bucket is absent.
+	PutBucketCORS(ctx context.Context, name string, rules []CORSRule) error
 	// DeleteBucket removes an empty bucket: NotFound if absent, Conflict
 	// while it holds an object.
 	DeleteBucket(ctx context.Context, name string) error

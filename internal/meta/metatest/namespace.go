@@ -23,8 +23,8 @@ type NamespaceStore interface {
 // final write, meta.Store.UpdateFileAndPutObject), listings in byte order
 // with prefixes, delimiters and pages, the tie of an object to its file,
 // access keys, conditional writes and deletes (meta.Precondition),
-// checked atomically with the write, and the tag sets of objects, uploads
-// and buckets.
+// checked atomically with the write, the tag sets of objects, uploads
+// and buckets, and buckets' CORS rules.
 func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 	tests := []struct {
 		name string
@@ -52,6 +52,7 @@ func RunNamespace(t *testing.T, open func(t *testing.T) NamespaceStore) {
 		{"ObjectTagsRace", testObjectTagsRace},
 		{"UploadTags", testUploadTags},
 		{"BucketTags", testBucketTags},
+		{"BucketCORS", testBucketCORS},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
 	b := meta.Bucket{Name: name}
 	err := s.run(ctx, "get bucket "+name, func(ctx context.Context, c *pgxpool.Conn) error {
-		err := c.QueryRow(ctx, `SELECT owner, created_at, tags FROM buckets WHERE name = $1`, name).Scan(&b.Owner, &b.CreatedAt, &b.Tags)
+		err := c.QueryRow(ctx, `SELECT owner, created_at, tags, cors FROM buckets WHERE name = $1`, name).Scan(&b.Owner, &b.CreatedAt, &b.Tags, &b.CORS)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return rules.BucketNotFound(name)
 		}
@@ -51,11 +51,11 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
 	var out []meta.Bucket
 	err := s.run(ctx, "list buckets", func(ctx context.Context, c *pgxpool.Conn) error {
-		rows, err := c.Query(ctx, `SELECT name, owner, created_at, tags FROM buckets ORDER BY name`)
+		rows, err := c.Query(ctx, `SELECT name, owner, created_at, tags, cors FROM buckets ORDER BY name`)
 		if err == nil {
 			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (meta.Bucket, error) {
 				var b meta.Bucket
-				err := row.Scan(&b.Name, &b.Owner, &b.CreatedAt, &b.Tags)
+				err := row.Scan(&b.Name, &b.Owner, &b.CreatedAt, &b.Tags, &b.CORS)
 				b.CreatedAt = b.CreatedAt.UTC()
 				return b, err
 			})
@@ -69,6 +69,21 @@ func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
 func (s *Store) PutBucketTags(ctx context.Context, name string, tags []meta.Tag) error {
 	return s.run(ctx, "put tags of bucket "+name, func(ctx context.Context, c *pgxpool.Conn) error {
 		tag, err := c.Exec(ctx, `UPDATE buckets SET tags = $2 WHERE name = $1`, name, tagsValue(tags))
+		if err == nil && tag.RowsAffected() == 0 {
+			return rules.BucketNotFound(name)
+		}
+		return err
+	})
+}
+
+// PutBucketCORS replaces a bucket's CORS configuration.
+func (s *Store) PutBucketCORS(ctx context.Context, name string, cors []meta.CORSRule) error {
+	var v any
+	if len(cors) > 0 {
+		v = cors
+	}
+	return s.run(ctx, "put CORS of bucket "+name, func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, `UPDATE buckets SET cors = $2 WHERE name = $1`, name, v)
 		if err == nil && tag.RowsAffected() == 0 {
 			return rules.BucketNotFound(name)
 		}

@@ -37,8 +37,8 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
 	b := meta.Bucket{Name: name}
 	var created int64
-	var tags sql.NullString
-	err := s.read.QueryRowContext(ctx, `SELECT owner, created_at, tags FROM buckets WHERE name = ?`, name).Scan(&b.Owner, &created, &tags)
+	var tags, cors sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT owner, created_at, tags, cors FROM buckets WHERE name = ?`, name).Scan(&b.Owner, &created, &tags, &cors)
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Bucket{}, rules.BucketNotFound(name)
 	}
@@ -46,25 +46,32 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 		return meta.Bucket{}, fail(ctx, err, "get bucket "+name)
 	}
 	b.CreatedAt = fromMicros(created)
-	b.Tags, err = readTags(tags, "bucket "+name)
-	return b, err
+	return b, readBucketLists(&b, tags, cors)
 }
 
 // ListBuckets returns every bucket in name order.
 func (s *Store) ListBuckets(ctx context.Context) ([]meta.Bucket, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT name, owner, created_at, tags FROM buckets ORDER BY name`)
+	rows, err := s.read.QueryContext(ctx, `SELECT name, owner, created_at, tags, cors FROM buckets ORDER BY name`)
 	return fail2[[]meta.Bucket](ctx, "list buckets")(collect(rows, err, func(row scanner) (meta.Bucket, error) {
 		var b meta.Bucket
 		var created int64
-		var tags sql.NullString
-		if err := row.Scan(&b.Name, &b.Owner, &created, &tags); err != nil {
+		var tags, cors sql.NullString
+		if err := row.Scan(&b.Name, &b.Owner, &created, &tags, &cors); err != nil {
 			return b, err
 		}
 		b.CreatedAt = fromMicros(created)
-		var err error
-		b.Tags, err = readTags(tags, "bucket "+b.Name)
-		return b, err
+		return b, readBucketLists(&b, tags, cors)
 	}))
+}
+
+// readBucketLists decodes a bucket row's tags and CORS rules into b.
+func readBucketLists(b *meta.Bucket, tags, cors sql.NullString) error {
+	var err error
+	if b.Tags, err = readTags(tags, "bucket "+b.Name); err != nil {
+		return err
+	}
+	b.CORS, err = readList[meta.CORSRule](cors, "bucket "+b.Name+": stored CORS rules")
+	return err
 }
 
 // collect reads every row of a query with scan.

@@ -12,27 +12,35 @@ import (
 
 // tagsValue is a tag set as its column holds it: NULL for none, else a
 // JSON array.
-func tagsValue(tags []meta.Tag) (any, error) {
-	if len(tags) == 0 {
+func tagsValue(tags []meta.Tag) (any, error) { return jsonList(tags, "tags") }
+
+// jsonList is a list as a JSON column holds it: NULL for none.
+func jsonList[T any](list []T, what string) (any, error) {
+	if len(list) == 0 {
 		return nil, nil
 	}
-	b, err := json.Marshal(tags)
+	b, err := json.Marshal(list)
 	if err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, "tags")
+		return nil, errs.Wrap(errs.Invalid, err, "%s", what)
 	}
 	return string(b), nil
 }
 
 // readTags decodes a tags column; what names the row, for the error.
 func readTags(col sql.NullString, what string) ([]meta.Tag, error) {
+	return readList[meta.Tag](col, what+": stored tags")
+}
+
+// readList decodes a JSON list column that jsonList wrote.
+func readList[T any](col sql.NullString, what string) ([]T, error) {
 	if !col.Valid {
 		return nil, nil
 	}
-	var tags []meta.Tag
-	if err := json.Unmarshal([]byte(col.String), &tags); err != nil {
-		return nil, errs.Wrap(errs.Corrupt, err, "%s: stored tags", what)
+	var list []T
+	if err := json.Unmarshal([]byte(col.String), &list); err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "%s", what)
 	}
-	return tags, nil
+	return list, nil
 }
 
 // PutObjectTags replaces the tag set of the object the key holds.
@@ -55,6 +63,17 @@ func (s *Store) PutBucketTags(ctx context.Context, name string, tags []meta.Tag)
 	}
 	return s.writeTx(ctx, "put tags of bucket "+name, func(ctx context.Context, tx *sql.Tx) error {
 		return updateOne(ctx, tx, `UPDATE buckets SET tags = ? WHERE name = ?`, rules.BucketNotFound(name), v, name)
+	})
+}
+
+// PutBucketCORS replaces a bucket's CORS configuration.
+func (s *Store) PutBucketCORS(ctx context.Context, name string, cors []meta.CORSRule) error {
+	v, err := jsonList(cors, "CORS rules")
+	if err != nil {
+		return err
+	}
+	return s.writeTx(ctx, "put CORS of bucket "+name, func(ctx context.Context, tx *sql.Tx) error {
+		return updateOne(ctx, tx, `UPDATE buckets SET cors = ? WHERE name = ?`, rules.BucketNotFound(name), v, name)
 	})
 }
 
