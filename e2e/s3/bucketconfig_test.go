@@ -5,6 +5,8 @@ package s3e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,10 +59,11 @@ func (s cliTagSet) pairs() []string {
 	return out
 }
 
-// TestBucketAndObjectConfig drives object and bucket tagging through two
-// coordinators sharing PostgreSQL and Redis, with aws-sdk-go-v2 and the aws
-// CLI: what one coordinator writes, the other serves at once, though it
-// caches bucket records.
+// TestBucketAndObjectConfig drives object and bucket tagging and CORS
+// through two coordinators sharing PostgreSQL and Redis, with aws-sdk-go-v2,
+// the aws CLI and a browser's preflight and presigned GET: what one
+// coordinator writes, the other serves at once, though it caches bucket
+// records.
 func TestBucketAndObjectConfig(t *testing.T) {
 	shared := []string{"DATABASE_URL=" + testenv.NewPostgresDB(t), "REDIS_URL=" + redistest.Start(t).URL()}
 	c := startCluster(t, shared...)
@@ -133,4 +136,95 @@ func TestBucketAndObjectConfig(t *testing.T) {
 		_, err = a.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String("conf")})
 		require.Equal(t, "NoSuchTagSet", code(t, err))
 	})
+
+	t.Run("CORS", func(t *testing.T) {
+		log := awsCLIFails(t, c.s3URL, "s3api", "get-bucket-cors", "--bucket", "conf")
+		require.Contains(t, log, "NoSuchCORSConfiguration")
+		cliA("s3api", "put-bucket-cors", "--bucket", "conf", "--cors-configuration",
+			`{"CORSRules":[{"ID":"app","AllowedOrigins":["https://app.example.com"],"AllowedMethods":["GET","PUT"],`+
+				`"AllowedHeaders":["*"],"ExposeHeaders":["ETag"],"MaxAgeSeconds":600}]}`)
+		var got struct {
+			CORSRules []struct {
+				ID                                                            string
+				AllowedOrigins, AllowedMethods, AllowedHeaders, ExposeHeaders []string
+				MaxAgeSeconds                                                 int
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(cliB("s3api", "get-bucket-cors", "--bucket", "conf")), &got))
+		require.Len(t, got.CORSRules, 1)
+		r := got.CORSRules[0]
+		require.Equal(t, "app", r.ID)
+		require.Equal(t, []string{"https://app.example.com"}, r.AllowedOrigins)
+		require.Equal(t, []string{"GET", "PUT"}, r.AllowedMethods)
+		require.Equal(t, []string{"*"}, r.AllowedHeaders)
+		require.Equal(t, []string{"ETag"}, r.ExposeHeaders)
+		require.Equal(t, 600, r.MaxAgeSeconds)
+
+		status, h := rawPreflight(t, c, p.s3URL+"/conf/upload.bin", "https://app.example.com", "PUT", "content-type,x-amz-date")
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "https://app.example.com", h.Get("Access-Control-Allow-Origin"))
+		require.Equal(t, "GET, PUT", h.Get("Access-Control-Allow-Methods"))
+		require.Equal(t, "content-type, x-amz-date", h.Get("Access-Control-Allow-Headers"))
+		require.Equal(t, "600", h.Get("Access-Control-Max-Age"))
+		status, _ = rawPreflight(t, c, p.s3URL+"/conf/upload.bin", "https://evil.test", "PUT", "")
+		require.Equal(t, http.StatusForbidden, status)
+
+		// The peer has the bucket cached; rules changed through the first
+		// coordinator are what its next preflight is answered from.
+		_, err := a.PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: aws.String("conf"), CORSConfiguration: &types.CORSConfiguration{
+			CORSRules: []types.CORSRule{{AllowedOrigins: []string{"https://evil.test"}, AllowedMethods: []string{"PUT"}}}}})
+		require.NoError(t, err)
+		status, _ = rawPreflight(t, c, p.s3URL+"/conf/upload.bin", "https://evil.test", "PUT", "")
+		require.Equal(t, http.StatusOK, status, "the other coordinator answers from the new rules at once")
+		status, _ = rawPreflight(t, c, p.s3URL+"/conf/upload.bin", "https://app.example.com", "PUT", "")
+		require.Equal(t, http.StatusForbidden, status)
+
+		// A presigned URL, as a browser application is handed one, read
+		// cross-origin through the other coordinator.
+		_, err = a.PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: aws.String("conf"), CORSConfiguration: &types.CORSConfiguration{
+			CORSRules: []types.CORSRule{{AllowedOrigins: []string{"https://*.example.com"}, AllowedMethods: []string{"GET"},
+				ExposeHeaders: []string{"ETag", "Content-Length"}}}}})
+		require.NoError(t, err)
+		_, err = a.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("conf"), Key: aws.String("photo.jpg"), Body: strings.NewReader("jpeg")})
+		require.NoError(t, err)
+		signed, err := s3.NewPresignClient(b).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("conf"), Key: aws.String("photo.jpg")})
+		require.NoError(t, err)
+		req, err := http.NewRequest(http.MethodGet, signed.URL, nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", "https://app.example.com")
+		resp, err := c.http.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.Equal(t, "jpeg", string(body))
+		require.Equal(t, "https://app.example.com", resp.Header.Get("Access-Control-Allow-Origin"))
+		require.Equal(t, "ETag, Content-Length", resp.Header.Get("Access-Control-Expose-Headers"))
+		require.Contains(t, resp.Header.Get("Vary"), "Origin")
+
+		_, err = b.DeleteBucketCors(ctx, &s3.DeleteBucketCorsInput{Bucket: aws.String("conf")})
+		require.NoError(t, err)
+		status, _ = rawPreflight(t, c, c.s3URL+"/conf/photo.jpg", "https://app.example.com", "GET", "")
+		require.Equal(t, http.StatusForbidden, status, "the first coordinator answers from no rules at once")
+		log = awsCLIFails(t, c.s3URL, "s3api", "get-bucket-cors", "--bucket", "conf")
+		require.Contains(t, log, "NoSuchCORSConfiguration")
+	})
+}
+
+// rawPreflight sends a browser's preflight: an unsigned OPTIONS with
+// Origin and Access-Control-Request-Method (and -Headers when given).
+func rawPreflight(t *testing.T, c *cluster, url, origin, method, headers string) (int, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodOptions, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Access-Control-Request-Method", method)
+	if headers != "" {
+		req.Header.Set("Access-Control-Request-Headers", headers)
+	}
+	resp, err := c.http.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header
 }

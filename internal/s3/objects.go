@@ -207,7 +207,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *request) error {
 	d, err := s.o.Files.Open(r.Context(), o.FileID, req)
 	if err != nil {
 		for k := range w.Header() {
-			if k != "X-Amz-Request-Id" && k != "X-Request-Id" {
+			if k != "X-Amz-Request-Id" && k != "X-Request-Id" && k != "Vary" && !strings.HasPrefix(k, "Access-Control-") {
 				delete(w.Header(), k) // by its stored spelling: Del would canonicalize it
 			}
 		}

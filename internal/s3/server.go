@@ -146,6 +146,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		rc.RoutePatterns = []string{op}
 	}
 	fail := func(err error) { writeError(w, r, s.log, err) }
+	if r.Method == http.MethodOptions {
+		// A browser's CORS preflight carries no credentials.
+		if err := s.preflight(w, req); err != nil {
+			fail(err)
+		}
+		return
+	}
+	s.corsHeaders(w, req)
 	if !sigv4.Signed(r) {
 		fail(errAccessDenied)
 		return
@@ -177,7 +185,7 @@ const opUnsupported = "Unsupported"
 // one is answered 501 rather than as the plain operation it would
 // otherwise look like.
 var unsupported = []string{
-	"acl", "policy", "policyStatus", "cors", "lifecycle", "website", "logging", "notification",
+	"acl", "policy", "policyStatus", "lifecycle", "website", "logging", "notification",
 	"replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
 	"accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "ownershipControls",
 	"publicAccessBlock", "requestPayment", "versions", "attributes", "versionId", "renameObject",
@@ -266,6 +274,8 @@ func refusals(r *request) error {
 // route names r's operation, as S3's API calls it, and its handler.
 func (s *Server) route(r *request, q url.Values) (string, handler) {
 	switch {
+	case r.Method == http.MethodOptions:
+		return "PreflightRequest", s.preflight
 	case r.bucket == "":
 		if r.Method == http.MethodGet {
 			return "ListBuckets", s.listBuckets
@@ -317,6 +327,16 @@ func (s *Server) bucketRoute(r *request, q url.Values) (string, handler) {
 	}
 	if h := unsupportedSub(q); h != nil {
 		return opUnsupported, h
+	}
+	if q.Has("cors") {
+		switch r.Method {
+		case http.MethodGet:
+			return "GetBucketCors", s.bucketCORS
+		case http.MethodPut:
+			return "PutBucketCors", s.putBucketCORS
+		case http.MethodDelete:
+			return "DeleteBucketCors", s.deleteBucketCORS
+		}
 	}
 	if q.Has("tagging") {
 		switch r.Method {
