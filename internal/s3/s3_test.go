@@ -279,6 +279,8 @@ func TestUnimplementedOperationsAnswer501(t *testing.T) {
 		{"GetBucketLifecycleConfiguration", http.MethodGet, "/bkt?lifecycle", ""},
 		{"GetBucketEncryption", http.MethodGet, "/bkt?encryption", ""},
 		{"GetObjectAttributes", http.MethodGet, "/bkt/k?attributes", ""},
+		{"a GET of an object's ?cors", http.MethodGet, "/bkt/k?cors", ""},
+		{"a PUT of an object's ?cors", http.MethodPut, "/bkt/k?cors", "<CORSConfiguration/>"},
 		{"RestoreObject", http.MethodPost, "/bkt/k?restore", "<RestoreRequest><Days>1</Days></RestoreRequest>"},
 		{"SelectObjectContent", http.MethodPost, "/bkt/k?select&select-type=2", "<SelectObjectContentRequest/>"},
 		{"CreateSession (S3 Express)", http.MethodGet, "/bkt?session", ""},

@@ -147,8 +147,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	fail := func(err error) { writeError(w, r, s.log, err) }
 	if r.Method == http.MethodOptions {
-		// A browser's CORS preflight carries no credentials.
-		if err := s.preflight(w, req); err != nil {
+		// A browser's CORS preflight (the route of every OPTIONS) carries
+		// no credentials, and is answered without them.
+		if err := h(w, req); err != nil {
 			fail(err)
 		}
 		return
@@ -397,6 +398,11 @@ func (s *Server) objectRoute(r *request, q url.Values) (string, handler) {
 	}
 	if h := unsupportedSub(q); h != nil {
 		return opUnsupported, h
+	}
+	if q.Has("cors") {
+		// CORS rules are a bucket's; an object's GET or PUT with ?cors
+		// would otherwise read or write the object.
+		return opUnsupported, refuse(notImplemented("the ?cors sub-resource of an object"))
 	}
 	if q.Has("tagging") {
 		switch r.Method {

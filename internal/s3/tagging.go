@@ -14,10 +14,10 @@ import (
 
 // S3's limits on tag sets.
 const (
-	maxObjectTags   = 10
-	maxBucketTags   = 50
-	maxTagKeyChars  = 128
-	maxTagValueChar = 256
+	maxObjectTags    = 10
+	maxBucketTags    = 50
+	maxTagKeyChars   = 128
+	maxTagValueChars = 256
 )
 
 func invalidTag(msg string) *Error { return s3err(http.StatusBadRequest, "InvalidTag", msg) }
@@ -38,7 +38,7 @@ func checkTags(tags []meta.Tag, limit int, what string) error {
 			return invalidTag("A tag is not valid UTF-8")
 		case t.Key == "" || utf8.RuneCountInString(t.Key) > maxTagKeyChars:
 			return invalidTag("The TagKey you have provided is invalid: it must be 1 to 128 characters")
-		case utf8.RuneCountInString(t.Value) > maxTagValueChar:
+		case utf8.RuneCountInString(t.Value) > maxTagValueChars:
 			return invalidTag("The TagValue you have provided is too long: at most 256 characters are allowed")
 		case strings.HasPrefix(strings.ToLower(t.Key), "aws:"):
 			return invalidTag("Your TagKey cannot be prefixed with aws:")
