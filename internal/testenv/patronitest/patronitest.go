@@ -58,6 +58,7 @@ const (
 // Bounds on the harness's own waits.
 const (
 	readyTimeout = 90 * time.Second
+	stopTimeout  = 30 * time.Second
 	pollInterval = 100 * time.Millisecond
 )
 
@@ -233,19 +234,75 @@ func (c *Cluster) WaitSyncStandby(timeout time.Duration) *Member {
 	}
 }
 
+// Stop shuts m down the way an operator would (SIGTERM to Patroni): Patroni
+// stops PostgreSQL, gives up the leader key if it holds it, so that a
+// standby may take over at once, and exits. Stop returns once it has; a
+// Patroni still running after stopTimeout is killed and fails the test.
+func (c *Cluster) Stop(m *Member) {
+	c.t.Helper()
+	p := m.take()
+	if p == nil {
+		c.t.Fatalf("patronitest: Stop %s: not running", m.Name)
+	}
+	pm := m.postmaster()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	// Once this process adopts orphans (pgtest.KillTree makes it do so),
+	// the postmaster is its child, and Patroni, waiting for it to exit,
+	// would wait on a zombie forever: it is reaped here.
+	deadline := time.After(stopTimeout)
+	for stopped := false; !stopped; {
+		select {
+		case <-p.done:
+			stopped = true
+		case <-deadline:
+			m.kill(p)
+			c.t.Fatalf("patronitest: Patroni %s did not stop within %v of SIGTERM; killed it", m.Name, stopTimeout)
+		case <-time.After(pollInterval):
+			if pm > 0 {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(pm, &ws, syscall.WNOHANG, nil)
+			}
+		}
+	}
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(m.PGPort)), time.Second); err == nil {
+		conn.Close()
+		if pid := m.postmaster(); pid > 0 {
+			pgtest.KillTree(pid, nil)
+		}
+		c.t.Fatalf("patronitest: Patroni %s exited and left PostgreSQL running; killed it", m.Name)
+	}
+}
+
 // Kill crashes m: its Patroni and every PostgreSQL process die by SIGKILL,
 // as on a lost machine, and Kill returns once none is left. Patroni's leader
 // key outlives it in etcd until TTL runs out.
 func (c *Cluster) Kill(m *Member) {
 	c.t.Helper()
-	m.mu.Lock()
-	p := m.cur
-	m.cur = nil
-	m.mu.Unlock()
+	p := m.take()
 	if p == nil {
 		c.t.Fatalf("patronitest: Kill %s: not running", m.Name)
 	}
 	m.kill(p)
+}
+
+// take detaches m's Patroni for a method that ends it, or returns nil.
+func (m *Member) take() *proc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.cur
+	m.cur = nil
+	return p
+}
+
+// postmaster is the pid in m's postmaster.pid, or 0.
+func (m *Member) postmaster() int {
+	b, err := os.ReadFile(filepath.Join(m.dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(first))
+	return pid
 }
 
 // kill stops Patroni first, so that it cannot start PostgreSQL again, then
@@ -254,11 +311,8 @@ func (c *Cluster) Kill(m *Member) {
 // so the postmaster is not below Patroni: it is found by its pid file.
 func (m *Member) kill(p *proc) {
 	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGSTOP)
-	if b, err := os.ReadFile(filepath.Join(m.dir, "data", "postmaster.pid")); err == nil {
-		first, _, _ := strings.Cut(string(b), "\n")
-		if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && pid > 0 {
-			pgtest.KillTree(pid, nil)
-		}
+	if pid := m.postmaster(); pid > 0 {
+		pgtest.KillTree(pid, nil)
 	}
 	pgtest.KillTree(p.cmd.Process.Pid, p.done)
 }
@@ -458,11 +512,7 @@ func tail(path string) string {
 func (c *Cluster) cleanup() {
 	c.http.CloseIdleConnections()
 	for _, m := range c.members {
-		m.mu.Lock()
-		p := m.cur
-		m.cur = nil
-		m.mu.Unlock()
-		if p != nil {
+		if p := m.take(); p != nil {
 			m.kill(p)
 		}
 	}
