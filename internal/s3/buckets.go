@@ -182,6 +182,17 @@ func readXML(r io.Reader, v any) error {
 	return nil
 }
 
+// readConfig decodes a bucket's or an object's configuration body (a tag
+// set, CORS rules) into v, checking its Content-MD5 when the client sent
+// one (BadDigest), as S3 does.
+func readConfig(r *request, v any) error {
+	body, err := objects.DigestReader(r.Body, r.Header.Get("Content-MD5"))
+	if err != nil {
+		return err
+	}
+	return readXML(body, v)
+}
+
 // grantee is an ACL grant's canonical user, typed as S3 types it.
 type grantee struct {
 	XSI         string `xml:"xmlns:xsi,attr"`

@@ -106,7 +106,7 @@ func (s *Server) putBucketCORS(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	var in corsIn
-	if err := readXML(r.Body, &in); err != nil {
+	if err := readConfig(r, &in); err != nil {
 		return err
 	}
 	if err := checkCORS(in.Rules); err != nil {

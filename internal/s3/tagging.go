@@ -105,7 +105,7 @@ type tagging struct {
 // every tag with a Key and a Value.
 func readTagging(r *request, limit int, what string) ([]meta.Tag, error) {
 	var in taggingIn
-	if err := readXML(r.Body, &in); err != nil {
+	if err := readConfig(r, &in); err != nil {
 		return nil, err
 	}
 	if in.TagSet == nil {

@@ -112,8 +112,8 @@ func TestObjectTagging(t *testing.T) {
 	require.Equal(t, "NoSuchKey", s3Code(t, err))
 }
 
-// TestTagLimits: S3's limits on tag sets, each answered with S3's code and
-// nothing stored.
+// TestTagLimits: S3's limits on tag sets, and the Content-MD5 of a
+// configuration body, each answered with S3's code and nothing stored.
 func TestTagLimits(t *testing.T) {
 	srv, mf := newServer(t, "us-east-1", "")
 	status, _ := call(t, srv, http.MethodPut, "", "/bkt", "us-east-1", nil)
@@ -161,6 +161,22 @@ func TestTagLimits(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, status, body)
 	require.Len(t, mf.data, 1, "no refused write stored a body")
 
+	for _, digest := range []struct{ value, code string }{
+		{"1B2M2Y8AsgTpgAmY7PhCfg==", "BadDigest"}, // the MD5 of nothing
+		{"not-an-md5", "InvalidDigest"},
+	} {
+		status, body = call(t, srv, http.MethodPut, "", "/bkt/k?tagging", "us-east-1", []byte(one("a", "1")), "Content-MD5", digest.value)
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, body, "<Code>"+digest.code+"</Code>")
+		status, body = call(t, srv, http.MethodPut, "", "/bkt?cors", "us-east-1",
+			[]byte("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>"),
+			"Content-MD5", digest.value)
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, body, "<Code>"+digest.code+"</Code>")
+	}
+	status, body = call(t, srv, http.MethodGet, "", "/bkt/k?tagging", "us-east-1", nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Key>keep</Key>", "a body refused for its digest changed nothing")
 	status, body = call(t, srv, http.MethodPut, "", "/bkt/k?tagging", "us-east-1", []byte(set(10)))
 	require.Equal(t, http.StatusOK, status, "ten tags are allowed: %s", body)
 	status, body = call(t, srv, http.MethodPut, "", "/bkt/k?tagging", "us-east-1",
