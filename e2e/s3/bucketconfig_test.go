@@ -104,6 +104,21 @@ func TestBucketAndObjectConfig(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(cliA("s3api", "get-object-tagging", "--bucket", "conf", "--key", "report.csv")), &got))
 		require.Empty(t, got.TagSet)
 
+		// x-amz-tagging on PutObject, and CopyObject's tagging directive,
+		// as the CLI sends them.
+		body := filepath.Join(t.TempDir(), "cli.txt")
+		require.NoError(t, os.WriteFile(body, []byte("from the CLI"), 0o600))
+		cliA("s3api", "put-object", "--bucket", "conf", "--key", "cli.txt", "--body", body, "--tagging", "src=cli&kind=text")
+		require.NoError(t, json.Unmarshal([]byte(cliB("s3api", "get-object-tagging", "--bucket", "conf", "--key", "cli.txt")), &got))
+		require.Equal(t, []string{"src=cli", "kind=text"}, got.pairs())
+		cliB("s3api", "copy-object", "--bucket", "conf", "--key", "copied.txt", "--copy-source", "conf/cli.txt")
+		require.NoError(t, json.Unmarshal([]byte(cliA("s3api", "get-object-tagging", "--bucket", "conf", "--key", "copied.txt")), &got))
+		require.Equal(t, []string{"src=cli", "kind=text"}, got.pairs(), "a copy takes the source's tags")
+		cliB("s3api", "copy-object", "--bucket", "conf", "--key", "copied.txt", "--copy-source", "conf/cli.txt",
+			"--tagging-directive", "REPLACE", "--tagging", "dst=copy")
+		require.NoError(t, json.Unmarshal([]byte(cliA("s3api", "get-object-tagging", "--bucket", "conf", "--key", "copied.txt")), &got))
+		require.Equal(t, []string{"dst=copy"}, got.pairs(), "or those it is given")
+
 		cliA("s3api", "put-object-tagging", "--bucket", "conf", "--key", "report.csv", "--tagging", `{"TagSet":[{"Key":"k","Value":"v"}]}`)
 		cliA("s3api", "delete-object-tagging", "--bucket", "conf", "--key", "report.csv")
 		out, err = b.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("conf"), Key: aws.String("report.csv")})
