@@ -8,9 +8,9 @@
 // commit is acknowledged only once a standby has it, and only that standby
 // may be promoted.
 //
-// A test kills a member outright (Patroni and every PostgreSQL process under
-// it, as a lost machine would) and asks the members' REST APIs which one
-// leads. Without patroni, etcd or the PostgreSQL binaries a test is skipped,
+// A test kills a member outright (Patroni and every PostgreSQL process, as a
+// lost machine would) or stops it as an operator would, and asks the
+// members' REST APIs which one leads. Without patroni, etcd or the PostgreSQL binaries a test is skipped,
 // except under CI, where it fails.
 //
 // A test binary that dies takes etcd and every Patroni with it (the kernel
