@@ -128,7 +128,7 @@ func TestCoordinatorExpositionPassesPromlint(t *testing.T) {
 		"dfs_rebalance_runs_total", "dfs_rebalance_copies_created_total", "dfs_rebalance_copies_removed_total",
 		"dfs_rebalance_failures_total", "dfs_rebalance_duration_seconds",
 		"dfs_cache_hits_total", "dfs_cache_misses_total", "dfs_redis_errors_total",
-		"dfs_local_cache_hits_total", "dfs_local_cache_misses_total",
+		"dfs_local_cache_hits_total", "dfs_local_cache_misses_total", "dfs_build_info",
 		"go_goroutines", "process_cpu_seconds_total")
 	requireLintClean(t, out)
 }
@@ -179,6 +179,6 @@ func TestStorageNodeExpositionPassesPromlint(t *testing.T) {
 		"dfs_node_http_requests_total", "dfs_node_http_request_duration_seconds",
 		"dfs_node_blobs", "dfs_node_stored_bytes", "dfs_node_free_bytes",
 		"dfs_node_sync_batches_total", "dfs_node_sync_batch_waits_total", "dfs_node_sync_batch_seconds_total",
-		"dfs_node_blob_batch_items", "go_goroutines", "process_cpu_seconds_total")
+		"dfs_node_blob_batch_items", "dfs_build_info", "go_goroutines", "process_cpu_seconds_total")
 	requireLintClean(t, out)
 }

@@ -2,11 +2,13 @@ package storagenode
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dfs-project/dfs/internal/blob"
+	"github.com/dfs-project/dfs/internal/buildinfo"
 	"github.com/dfs-project/dfs/internal/errs"
 )
 
@@ -178,6 +180,13 @@ func newMetrics(reg prometheus.Registerer, nodeID string, store blob.UsageReport
 			usage(func(u blob.Usage) int64 { return u.TotalBytes })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dfs_node_capacity_bytes", Help: "Configured limit on stored bytes (0 = unlimited)."},
 			usage(func(u blob.Usage) int64 { return u.CapacityBytes })),
+		// The coordinator's series of the same name and labels, so that
+		// one query shows which build every process of a rolling upgrade
+		// runs.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "dfs_build_info", Help: "Always 1; labels name the build (as --version does) and the Go release it was built with.",
+			ConstLabels: prometheus.Labels{"version": buildinfo.Version(), "goversion": runtime.Version()},
+		}, func() float64 { return 1 }),
 		prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dfs_node_info", Help: "Always 1; labels identify the node and how it makes writes durable.",
 			ConstLabels: prometheus.Labels{"node_id": nodeID, "sync_mode": syncMode},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -370,6 +371,7 @@ func TestMetrics(t *testing.T) {
 		`dfs_node_stored_bytes 5`,
 		`dfs_node_capacity_bytes 0`,
 		fmt.Sprintf(`dfs_node_info{node_id="node-9",sync_mode=%q} 1`, blob.DefaultSyncMode()),
+		fmt.Sprintf(`dfs_build_info{goversion=%q,version=%q} 1`, runtime.Version(), buildinfo.Version()),
 		`dfs_node_blob_writes_total{outcome="created"} 1`,
 		`dfs_node_blob_writes_total{outcome="exists"} 1`,
 		`dfs_node_blob_writes_total{outcome="checksum_mismatch"} 1`,
