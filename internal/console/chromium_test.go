@@ -3,6 +3,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -205,4 +206,85 @@ func TestTheNodesPageGroupsNodesByZone(t *testing.T) {
 	require.Equal(t, "—", n5.Find(`[data-field="points"]`).Text(), "off the ring")
 	require.Equal(t, "—", n5.Find(`[data-field="share"]`).Text())
 	require.Contains(t, doc.Find("#view").Text(), "A weight marked * was set by an operator")
+}
+
+// copiesOf is a file's or a chunk's replicas answer: an ACTIVE copy on each
+// named node, the first the primary.
+func copiesOf(nodes ...string) string {
+	var rs []string
+	for i, n := range nodes {
+		rs = append(rs, fmt.Sprintf(`{"nodeId":%q,"status":"ACTIVE","primary":%t,"updatedAt":"2026-12-01T12:00:00Z"}`, n, i == 0))
+	}
+	return "[" + strings.Join(rs, ",") + "]"
+}
+
+// fileAnswer is a file's metadata answer with these replicas and chunks
+// (each a chunk's replicas answer; none for a whole file). A chunk with
+// fewer than three ACTIVE copies is DEGRADED.
+func fileAnswer(replicas string, chunks ...string) string {
+	var cs []string
+	for i, c := range chunks {
+		status := "ACTIVE"
+		if strings.Count(c, `"ACTIVE"`) < 3 {
+			status = "DEGRADED"
+		}
+		cs = append(cs, fmt.Sprintf(`{"index":%d,"chunkId":"c-%d","offset":%d,"sizeBytes":4,"checksum":"ab","status":%q,"replicas":%s}`,
+			i, i, 4*i, status, c))
+	}
+	chunked := ""
+	if len(cs) > 0 {
+		chunked = `,"chunks":[` + strings.Join(cs, ",") + "]"
+	}
+	return `{"fileId":"5b0c2a52-3a8e-4a43-9f6e-0d3c8f1a2b7c","fileName":"big.bin","contentType":"application/octet-stream",
+ "sizeBytes":12,"checksum":"cd","status":"ACTIVE","primaryNode":"node-1","replicationFactor":3,"ringPosition":1,
+ "createdAt":"2026-12-01T12:00:00Z","updatedAt":"2026-12-01T12:00:00Z","replicas":` + replicas + chunked + "}"
+}
+
+// A chunked file has no copies of its own: its page sums up its chunks'
+// copies as `dfs info` does and lists the chunks that are not ACTIVE; a
+// whole file's page lists its copies.
+func TestTheFilePageSumsUpAChunkedFilesCopies(t *testing.T) {
+	const id = "5b0c2a52-3a8e-4a43-9f6e-0d3c8f1a2b7c"
+	tests := []struct {
+		name     string
+		answer   string
+		summary  string   // "" for a whole file
+		copies   []string // the nodes of the copy table's rows
+		troubled []string // the chunks listed as not ACTIVE
+	}{
+		{"a chunked file", fileAnswer("[]", copiesOf("node-1", "node-2", "node-3"), copiesOf("node-2", "node-3", "node-1"), copiesOf("node-3", "node-1", "node-2")),
+			"3 chunks, 3 copies each on node-1, node-2, node-3", nil, nil},
+		{"chunks with fewer copies", fileAnswer("[]", copiesOf("node-1", "node-2", "node-3"), copiesOf("node-2", "node-4"), copiesOf("node-3", "node-1", "node-2")),
+			"3 chunks, 2–3 copies each on node-1, node-2, node-3, node-4", nil, []string{"1"}},
+		{"a chunk of one copy", fileAnswer("[]", copiesOf("node-1"), copiesOf("node-2")),
+			"2 chunks, 1 copy each on node-1, node-2", nil, []string{"0", "1"}},
+		{"a whole file", fileAnswer(copiesOf("node-1", "node-2", "node-3")), "", []string{"node-1", "node-2", "node-3"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/api/files/"+id+"/metadata", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.answer))
+			})
+			mux.Handle("/", fakeCoordinator())
+			doc := load(t, mux, "/console/#/files/"+id)
+
+			summary := doc.Find("#chunk-copies")
+			if tc.summary == "" {
+				require.Zero(t, summary.Length(), "a whole file has no chunk summary")
+			} else {
+				require.Equal(t, tc.summary, summary.Text())
+			}
+			var copies []string
+			doc.Find("tr[data-node]").Each(func(_ int, r *goquery.Selection) { copies = append(copies, r.AttrOr("data-node", "")) })
+			require.Equal(t, tc.copies, copies)
+			var troubled []string
+			doc.Find("tr[data-chunk]").Each(func(_ int, r *goquery.Selection) {
+				require.Equal(t, "DEGRADED", r.AttrOr("data-status", ""))
+				troubled = append(troubled, r.AttrOr("data-chunk", ""))
+			})
+			require.Equal(t, tc.troubled, troubled)
+		})
+	}
 }

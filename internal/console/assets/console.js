@@ -489,6 +489,45 @@
     await run(0);
   }
 
+  // chunkCopies summarises a chunked file's copies as `dfs info` does: the
+  // copies are per chunk, so the page says how many chunks there are, how
+  // many ACTIVE copies each has and on which nodes, e.g. "3 chunks, 3
+  // copies each on node-1, node-2, node-3" ("2–3 copies" when chunks
+  // differ).
+  function chunkCopies(chunks) {
+    let low = -1;
+    let high = 0;
+    const nodes = new Set();
+    for (const c of chunks) {
+      const active = (c.replicas || []).filter((r) => r.status === 'ACTIVE');
+      for (const r of active) nodes.add(r.nodeId);
+      if (low < 0 || active.length < low) low = active.length;
+      high = Math.max(high, active.length);
+    }
+    const copies = low === high ? String(high) : low + '–' + high;
+    return chunks.length + ' chunks, ' + copies + (high === 1 ? ' copy' : ' copies') + ' each on ' +
+      ([...nodes].sort().join(', ') || 'none');
+  }
+
+  // copiesBody is the Copies panel's content: a whole file's copies one per
+  // row; a chunked file's summary, and the chunks that are not ACTIVE with
+  // the nodes holding their good copies, the ones an operator looks into.
+  function copiesBody(f) {
+    if (!(f.chunks && f.chunks.length)) {
+      return table(['Node', 'Status', 'Primary', 'Updated'], (f.replicas || []).map((c) => h('tr', { 'data-node': c.nodeId, 'data-status': c.status },
+        h('td', {}, c.nodeId), h('td', {}, badge(c.status)), h('td', {}, c.primary ? 'primary' : ''), h('td', {}, when(c.updatedAt)))));
+    }
+    const trouble = f.chunks.filter((c) => c.status !== 'ACTIVE');
+    return [
+      h('p', { id: 'chunk-copies' }, chunkCopies(f.chunks)),
+      trouble.length ? table(['Chunk#', 'Status', 'Active copies on', 'Reason'], trouble.map((c) => {
+        const on = (c.replicas || []).filter((r) => r.status === 'ACTIVE').map((r) => r.nodeId);
+        return h('tr', { 'data-chunk': c.index, 'data-status': c.status },
+          h('td', { class: 'num' }, c.index), h('td', {}, badge(c.status)), h('td', {}, on.join(', ') || 'none'), h('td', {}, c.reason || ''));
+      })) : null,
+    ];
+  }
+
   async function fileDetail(view, id, verifyNow) {
     const f = await get('/files/' + encodeURIComponent(id) + '/metadata');
     const verdict = h('div', { id: 'verify-result' });
@@ -516,9 +555,7 @@
           ['Content type', f.contentType], ['SHA-256', h('code', {}, f.checksum)], ['Primary', f.primaryNode || '—'],
           ['Replication factor', f.replicationFactor], ['Created', when(f.createdAt)], ['Updated', when(f.updatedAt)],
         ].map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))),
-      panel('Copies',
-        table(['Node', 'Status', 'Primary', 'Updated'], (f.replicas || []).map((c) => h('tr', { 'data-node': c.nodeId, 'data-status': c.status },
-          h('td', {}, c.nodeId), h('td', {}, badge(c.status)), h('td', {}, c.primary ? 'primary' : ''), h('td', {}, when(c.updatedAt))))),
+      panel('Copies', copiesBody(f),
         h('div', { class: 'actions' }, verify, h('a', { href: '../api/files/' + encodeURIComponent(f.fileId) }, 'Download')),
         verdict));
     if (verifyNow) verify.click();
