@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,9 @@ type composeService struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
+	Networks map[string]struct {
+		Aliases []string `yaml:"aliases"`
+	} `yaml:"networks"`
 }
 
 func loadCompose(t *testing.T) composeFile {
@@ -152,8 +156,16 @@ func composeEnv(t *testing.T, binary string, svc composeService, dotenv map[stri
 // TestComposeServices: the topology the README and the demo rely on.
 func TestComposeServices(t *testing.T) {
 	c := loadCompose(t)
-	want := []string{"coordinator", "postgres", "redis", "storage-node-1", "storage-node-2", "storage-node-3", "storage-node-4"}
+	want := []string{"coordinator", "coordinator-2", "coordinator-3", "haproxy", "postgres", "redis",
+		"storage-node-1", "storage-node-2", "storage-node-3", "storage-node-4"}
 	require.Equal(t, want, sortedKeys(c.Services))
+	require.Empty(t, c.Services["coordinator"].Profiles, "the first coordinator starts by default")
+	for _, name := range []string{"coordinator-2", "coordinator-3"} {
+		require.Equal(t, []string{"ha"}, c.Services[name].Profiles, "%s starts with --profile ha", name)
+		require.Equal(t, coordinatorBin, daemonOf(t, c.Services[name]), name)
+		require.Equal(t, c.Services["coordinator"].Environment, c.Services[name].Environment,
+			"%s runs as the first coordinator does, over the same store", name)
+	}
 
 	require.Equal(t, "postgres:16-alpine", c.Services["postgres"].Image)
 	require.Equal(t, "redis:7-alpine", c.Services["redis"].Image)
@@ -330,8 +342,14 @@ func TestComposePortsVolumesHealth(t *testing.T) {
 			continue
 		}
 		env := composeEnv(t, binary, svc, dotenv)
-		// Each daemon publishes its HTTP port; the coordinator its S3 port too.
-		require.Len(t, svc.Ports, map[bool]int{true: 2, false: 1}[env["S3_PORT"] != ""], name)
+		// Each daemon publishes its HTTP port, the coordinator its S3 port
+		// too; the coordinators of the "ha" profile are reached through
+		// HAProxy and publish none.
+		if slices.Contains(svc.Profiles, "ha") {
+			require.Empty(t, svc.Ports, name)
+		} else {
+			require.Len(t, svc.Ports, map[bool]int{true: 2, false: 1}[env["S3_PORT"] != ""], name)
+		}
 		dataDir := env[map[string]string{coordinatorBin: "DATA_DIRECTORY", storageNodeBin: "STORAGE_DATA_DIRECTORY"}[binary]]
 		var mounted bool
 		for _, v := range svc.Volumes {
@@ -387,5 +405,68 @@ func TestInterpolate(t *testing.T) {
 		named := map[string]bool{}
 		require.Equal(t, tt.want, interpolate(t, tt.in, env, named), tt.in)
 		require.Len(t, named, strings.Count(tt.in, "$")-2*strings.Count(tt.in, "$$"), tt.in)
+	}
+}
+
+// TestComposeHAProfile: the "ha" profile's HAProxy runs the committed
+// deploy/haproxy/haproxy.cfg (which internal/haproxy keeps equal to what it
+// renders and has haproxy check), every server it names is a coordinator of
+// this file on that coordinator's REST or S3 port, every coordinator is one
+// of its servers, and it publishes the two ports its frontends bind.
+func TestComposeHAProfile(t *testing.T) {
+	c := loadCompose(t)
+	dotenv := loadEnvExample(t).values
+	hap := c.Services["haproxy"]
+	require.Equal(t, []string{"ha"}, hap.Profiles)
+	require.Regexp(t, `^haproxy:2\.\d+`, hap.Image)
+	require.Equal(t, []string{"./deploy/haproxy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro"}, hap.Volumes)
+
+	// A coordinator answers to its service name and its aliases.
+	coordinators := map[string]string{}
+	for name, svc := range c.Services {
+		if daemonOf(t, svc) != coordinatorBin {
+			continue
+		}
+		coordinators[name] = name
+		for _, n := range svc.Networks {
+			for _, a := range n.Aliases {
+				coordinators[a] = name
+			}
+		}
+		require.Contains(t, hap.DependsOn, name, "haproxy starts after %s, whose name it resolves", name)
+	}
+
+	cfg := readRepoFile(t, "deploy/haproxy/haproxy.cfg")
+	served := map[string]bool{}
+	binds := map[string]bool{}
+	backend := ""
+	for _, line := range strings.Split(cfg, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "backend":
+			backend = f[1]
+		case len(f) >= 2 && f[0] == "bind":
+			_, port, ok := strings.Cut(f[1], ":")
+			require.True(t, ok, "bind %q", f[1])
+			binds[port] = true
+		case len(f) >= 3 && f[0] == "server":
+			host, port, ok := strings.Cut(f[2], ":")
+			require.True(t, ok, "server %q", line)
+			svc, ok := coordinators[host]
+			require.True(t, ok, "haproxy.cfg's server %s is no coordinator of docker-compose.yml", host)
+			env := composeEnv(t, coordinatorBin, c.Services[svc], dotenv)
+			want := map[string]string{"rest_coordinators": env["SERVER_PORT"], "s3_coordinators": env["S3_PORT"]}[backend]
+			require.Equal(t, want, port, "%s: %s's port in backend %s", line, svc, backend)
+			served[svc] = true
+		}
+	}
+	require.Len(t, served, 3)
+	for _, svc := range coordinators {
+		require.True(t, served[svc], "%s gets no traffic from haproxy", svc)
+	}
+	require.Len(t, hap.Ports, 2)
+	for _, p := range hap.Ports {
+		_, container, _ := strings.Cut(interpolate(t, p, dotenv, map[string]bool{}), ":")
+		require.True(t, binds[container], "haproxy publishes %s, which no frontend binds", container)
 	}
 }
