@@ -135,10 +135,10 @@ func (d *durability) lastZones() (z meta.ZoneDurability, ok bool) {
 }
 
 // ZoneSample is the zone report as the metrics see it: the store's answer
-// and the zone failure headroom.
-// It reuses a count at most zoneCountRefresh old, as the health check
-// does: the count reads every healthy copy (PERFORMANCE.md), so scrapes and
-// health checks share one every zoneCountRefresh at most.
+// and the zone failure headroom. It reuses a count at most
+// zoneCountRefresh old, as the health check does: on a zoned cluster the
+// count reads every healthy copy (PERFORMANCE.md), so scrapes and health
+// checks share one count per zoneCountRefresh at most.
 func (d *durability) ZoneSample(ctx context.Context) (meta.ZoneDurability, int, error) {
 	d.mu.Lock()
 	z, at := d.zones, d.zonesAt
