@@ -17,6 +17,7 @@ import (
 
 	"github.com/dfs-project/dfs/internal/lease"
 	"github.com/dfs-project/dfs/internal/lease/leasetest"
+	"github.com/dfs-project/dfs/internal/meta"
 	"github.com/dfs-project/dfs/internal/redisx/redistest"
 	"github.com/dfs-project/dfs/internal/testenv"
 )
@@ -139,6 +140,36 @@ func TestClusterLeasesCachesAndInvalidations(t *testing.T) {
 		}
 		require.Equal(t, int64(12), nb.hits.Load(), "the second read of each file is a hit")
 		require.False(t, a.down.Load() || b.down.Load(), "no call failed")
+	})
+
+	t.Run("membership notices", func(t *testing.T) {
+		// An ordinary channel: PUBLISH goes to any node, and the cluster
+		// passes it to the subscribers at the others.
+		chs := make([]chan string, len(f.clients))
+		for i, c := range f.clients {
+			chs[i] = make(chan string, 64)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { c.SubscribeMembership(ctx, func(id string) { chs[i] <- id }) })
+			t.Cleanup(func() { cancel(); wg.Wait() })
+			require.Equal(t, "", nextKey(t, chs[i]), "subscribed")
+		}
+		for n := range 6 {
+			id := "node-" + strconv.Itoa(n)
+			if n%2 == 0 {
+				require.NoError(t, f.clients[n%3].NotifyMembership(ctxT(t), id))
+			} else {
+				changed, err := f.clients[n%3].PublishNodeStatus(ctxT(t), id, meta.NodeHealthy, time.Now())
+				require.NoError(t, err)
+				require.True(t, changed)
+			}
+			for i := range chs {
+				require.Equal(t, id, nextKey(t, chs[i]), "receiver %d", i)
+			}
+		}
+		states, err := b.NodeStatuses(ctxT(t))
+		require.NoError(t, err)
+		require.Len(t, states, 3)
 	})
 
 	t.Run("invalidations", func(t *testing.T) {

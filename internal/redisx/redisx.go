@@ -1,9 +1,9 @@
-// Package redisx is dfs's use of Redis, one server or a Redis Cluster, which is an optimisation and never a
-// dependency: a read-through cache of file records (CachedStore), the Redis
-// implementations of lease.Locker that keep background work single-writer
-// across coordinators (RedisLocker, and Fallback, which moves to a lease row in
-// the metadata store while Redis is away), and a shared view of node health
-// with change notices.
+// Package redisx is dfs's use of Redis, one server or a Redis Cluster, which is
+// an optimisation and never a dependency: a read-through cache of file records
+// (CachedStore), the Redis implementations of lease.Locker that keep background
+// work single-writer across coordinators (RedisLocker, and Fallback, which
+// moves to a lease row in the metadata store while Redis is away), and a shared
+// view of node health with change notices.
 //
 // Every call has a short timeout (Options.CommandTimeout, 500ms by default),
 // so a dead or hung Redis costs each request at most that much, and failures
