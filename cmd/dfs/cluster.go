@@ -122,8 +122,8 @@ func clusterUp(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "dfs cluster up: -coordinators %d needs DATABASE_URL: several coordinators share one PostgreSQL (the embedded store belongs to one process)\n", *coordinators)
 		return 2
 	}
-	if *coordinators > 1 && os.Getenv("REDIS_URL") == "" {
-		fmt.Fprintln(s.err, "dfs cluster up: REDIS_URL is not set: the coordinators cannot tell each other what changed, so they read access keys from the database on every request and take leases there")
+	if *coordinators > 1 && os.Getenv("REDIS_URL") == "" && os.Getenv("REDIS_CLUSTER_ADDRS") == "" {
+		fmt.Fprintln(s.err, "dfs cluster up: neither REDIS_URL nor REDIS_CLUSTER_ADDRS is set: the coordinators cannot tell each other what changed, so they read access keys from the database on every request and take leases there")
 	}
 	// The tee and the exit reports write from other goroutines.
 	stdout, stderr := &lockedWriter{w: s.out}, &lockedWriter{w: s.err}
