@@ -288,3 +288,67 @@ func TestTheFilePageSumsUpAChunkedFilesCopies(t *testing.T) {
 		})
 	}
 }
+
+// A chunked file's verification lists no copies of its own: the page says
+// how many chunks were checked and shows each chunk copy that was not OK or
+// was rebuilt; a whole file's shows every copy.
+func TestTheFilePageShowsAChunkedFilesVerification(t *testing.T) {
+	const id = "5b0c2a52-3a8e-4a43-9f6e-0d3c8f1a2b7c"
+	check := func(node, result string, rebuilt bool) string {
+		return fmt.Sprintf(`{"nodeId":%q,"result":%q,"status":"ACTIVE","rebuilt":%t}`, node, result, rebuilt)
+	}
+	chunk := func(i int, copies ...string) string {
+		return fmt.Sprintf(`{"fileId":"c-%d","checksum":"ab","status":"ACTIVE","healthyCopies":3,"index":%d,"copies":[%s]}`,
+			i, i, strings.Join(copies, ","))
+	}
+	tests := []struct {
+		name    string
+		verify  string
+		summary string   // "" for a whole file
+		rows    []string // chunk/node/result of each row
+	}{
+		{"every chunk copy OK",
+			`{"fileId":"` + id + `","checksum":"cd","status":"ACTIVE","healthyCopies":3,"copies":[],"chunks":[` +
+				chunk(0, check("node-1", "OK", false), check("node-2", "OK", false)) + "," +
+				chunk(1, check("node-2", "OK", false), check("node-3", "OK", false)) + "]}",
+			"2 chunks checked: every copy OK", nil},
+		{"a corrupt chunk copy rebuilt elsewhere",
+			`{"fileId":"` + id + `","checksum":"cd","status":"ACTIVE","healthyCopies":3,"copies":[],"chunks":[` +
+				chunk(0, check("node-1", "OK", false), check("node-2", "OK", false)) + "," +
+				chunk(1, check("node-2", "CORRUPT", false), check("node-3", "OK", false), check("node-4", "OK", true)) + "]}",
+			"2 chunks checked: 1 with a copy not OK or rebuilt", []string{"1/node-2/CORRUPT", "1/node-4/OK"}},
+		{"a whole file",
+			`{"fileId":"` + id + `","checksum":"cd","status":"ACTIVE","healthyCopies":2,"copies":[` +
+				check("node-1", "OK", false) + "," + check("node-2", "MISSING", false) + "]}",
+			"", []string{"/node-1/OK", "/node-2/MISSING"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/api/files/"+id+"/metadata", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(fileAnswer(copiesOf("node-1", "node-2", "node-3"))))
+			})
+			mux.HandleFunc("POST /api/files/"+id+"/verify", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.verify))
+			})
+			mux.Handle("/", fakeCoordinator())
+			doc := load(t, mux, "/console/#/files/"+id+"?verify=1")
+
+			result := doc.Find("#verify-result")
+			require.Contains(t, result.Text(), "Verified:", "the verification did not show:\n%s", result.Text())
+			summary := result.Find("#verify-chunks")
+			if tc.summary == "" {
+				require.Zero(t, summary.Length(), "a whole file has no chunk summary")
+			} else {
+				require.Equal(t, tc.summary, summary.Text())
+			}
+			var rows []string
+			result.Find("tr[data-result]").Each(func(_ int, r *goquery.Selection) {
+				rows = append(rows, r.AttrOr("data-chunk", "")+"/"+r.AttrOr("data-node", "")+"/"+r.AttrOr("data-result", ""))
+			})
+			require.Equal(t, tc.rows, rows)
+		})
+	}
+}

@@ -528,6 +528,36 @@
     ];
   }
 
+  // copyCheckRow is one copy's line in a verification's table; chunk is the
+  // chunk's index for a chunked file, undefined for a whole one.
+  function copyCheckRow(c, chunk) {
+    const attrs = { 'data-node': c.nodeId, 'data-result': c.result };
+    const cells = [h('td', {}, c.nodeId), h('td', {}, badge(c.result)), h('td', {}, c.status ? badge(c.status) : '—'),
+      h('td', {}, c.rebuilt ? 'yes' : 'no'), h('td', { class: 'mono' }, c.error || '')];
+    if (chunk === undefined) return h('tr', attrs, ...cells);
+    attrs['data-chunk'] = chunk;
+    return h('tr', attrs, h('td', { class: 'num' }, chunk), ...cells);
+  }
+
+  // verifyBody shows a verification's copies: a whole file's one per row; a
+  // chunked file's (whose copies are per chunk) as how many chunks were
+  // checked and every chunk copy that was not OK or was rebuilt, which is
+  // what an operator acts on.
+  function verifyBody(r) {
+    const head = ['Node', 'Result', 'Copy status', 'Rebuilt', 'Detail'];
+    if (!(r.chunks && r.chunks.length)) return table(head, (r.copies || []).map((c) => copyCheckRow(c)));
+    const rows = [];
+    let troubled = 0;
+    for (const ch of r.chunks) {
+      const bad = (ch.copies || []).filter((c) => c.result !== 'OK' || c.rebuilt);
+      if (bad.length) troubled++;
+      for (const c of bad) rows.push(copyCheckRow(c, ch.index));
+    }
+    const line = r.chunks.length + ' chunks checked: ' +
+      (troubled ? troubled + ' with a copy not OK or rebuilt' : 'every copy OK');
+    return [h('p', { id: 'verify-chunks' }, line), rows.length ? table(['Chunk#', ...head], rows) : null];
+  }
+
   async function fileDetail(view, id, verifyNow) {
     const f = await get('/files/' + encodeURIComponent(id) + '/metadata');
     const verdict = h('div', { id: 'verify-result' });
@@ -536,10 +566,7 @@
       fill(verdict, h('p', { class: 'notice' }, 'Re-hashing every copy…'));
       try {
         const r = (await call('POST', '/files/' + encodeURIComponent(id) + '/verify')).body;
-        fill(verdict, h('p', {}, 'Verified: ', badge(r.status), ' ' + r.healthyCopies + ' healthy copies.'),
-          table(['Node', 'Result', 'Copy status', 'Rebuilt', 'Detail'], r.copies.map((c) => h('tr', { 'data-node': c.nodeId, 'data-result': c.result },
-            h('td', {}, c.nodeId), h('td', {}, badge(c.result)), h('td', {}, c.status ? badge(c.status) : '—'),
-            h('td', {}, c.rebuilt ? 'yes' : 'no'), h('td', { class: 'mono' }, c.error || '')))));
+        fill(verdict, h('p', {}, 'Verified: ', badge(r.status), ' ' + r.healthyCopies + ' healthy copies.'), verifyBody(r));
       } catch (e) {
         fill(verdict, errorLine(e));
       } finally {
