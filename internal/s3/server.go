@@ -155,6 +155,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.corsHeaders(w, req)
+	if op == "PostObject" {
+		// A browser upload is authenticated by its form's signed policy,
+		// which its handler reads.
+		if err := h(w, req); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if !sigv4.Signed(r) {
 		fail(errAccessDenied)
 		return
@@ -385,6 +393,9 @@ func (s *Server) bucketRoute(r *request, q url.Values) (string, handler) {
 	case http.MethodPost:
 		if q.Has("delete") {
 			return "DeleteObjects", s.deleteObjects
+		}
+		if isPostObject(r, q) {
+			return "PostObject", s.postObject
 		}
 	}
 	return opUnsupported, refuse(notImplemented(r.Method + " on a bucket"))

@@ -3,6 +3,7 @@ package s3
 import (
 	"context"
 	"encoding/xml"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dfs-project/dfs/internal/meta"
+	"github.com/dfs-project/dfs/internal/objects"
 )
 
 // S3's limits on tag sets.
@@ -104,8 +106,18 @@ type tagging struct {
 // readTagging decodes a tagging body and holds it to S3's rules: a TagSet,
 // every tag with a Key and a Value.
 func readTagging(r *request, limit int, what string) ([]meta.Tag, error) {
+	body, err := objects.DigestReader(r.Body, r.Header.Get("Content-MD5"))
+	if err != nil {
+		return nil, err
+	}
+	return parseTagging(body, limit, what)
+}
+
+// parseTagging decodes a Tagging document (a body, or a browser upload's
+// tagging field) and holds it to S3's rules.
+func parseTagging(body io.Reader, limit int, what string) ([]meta.Tag, error) {
 	var in taggingIn
-	if err := readConfig(r, &in); err != nil {
+	if err := readXML(body, &in); err != nil {
 		return nil, err
 	}
 	if in.TagSet == nil {
