@@ -133,6 +133,12 @@ func TestPostObject(t *testing.T) {
 	require.Equal(t, resp.Header.Get("ETag"), pr.ETag)
 	require.True(t, strings.HasSuffix(pr.Location, "/bkt/up/photo.jpg"), pr.Location)
 
+	plain := []any{map[string]string{"bucket": "bkt"}, map[string]string{"key": "ok"}, map[string]string{"success_action_status": "200"}}
+	// An x-ignore-* field needs no condition.
+	resp, body = signedForm(t, exp, plain, "key", "ok", "success_action_status", "200", "x-ignore-this", "any").post(t, srv, "/bkt")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Empty(t, body)
+
 	redirect := []any{map[string]string{"bucket": "bkt"}, map[string]string{"key": "plain"},
 		map[string]string{"success_action_redirect": "https://app.example.com/done?x=1"}}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
