@@ -45,10 +45,13 @@ const evictedMsg = "consecutive health checks, evicted from the ring"
 // new holder's live lease refuses (membership.Registry.round). Its own
 // evictions are done and their rebalances ended before the pause, and a
 // rebalance is started only by an eviction this process wrote itself
-// (App.onEvent), so nothing queued can run twice. Membership writes are
-// optimistic besides (Registry.update rereads the node and retries on a
-// conflict), so even a sweep that was in flight at the pause could not evict
-// a node twice: the second transition HEALTHY → UNHEALTHY finds it UNHEALTHY.
+// (App.onEvent), so nothing queued can run twice. A sweep that was in
+// flight at the pause writes none of its outcomes on resuming, as its lease's
+// deadline has passed (Registry.sweep checks lease.Held.Valid before each
+// write; internal/membership tests that case, which a pause here rarely
+// hits). Membership writes are optimistic besides (Registry.update rereads
+// the node and retries on a conflict), so no node is evicted twice: a second
+// transition from HEALTHY finds the node UNHEALTHY.
 func TestClusterWorkRunsOnceAcrossCoordinators(t *testing.T) {
 	t.Parallel()
 	rd := redistest.Start(t)

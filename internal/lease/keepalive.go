@@ -124,3 +124,14 @@ func (h *Held) Hold(ctx context.Context) bool {
 	h.cur = l
 	return true
 }
+
+// Valid reports whether the lease the last successful Hold took or renewed
+// is certainly still held now: its deadline has not passed. Work begun after
+// Hold checks it before each write, so that a process paused past the
+// deadline, whose lease another may hold by now, writes nothing it decided
+// before the pause.
+func (h *Held) Valid() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur != nil && time.Now().Before(h.cur.Deadline())
+}

@@ -191,3 +191,21 @@ func TestHeldKeepsTheLeaseAcrossRounds(t *testing.T) {
 	require.Eventually(t, func() bool { return b.Hold(ctxT(t)) }, 10*time.Second, 20*time.Millisecond)
 	require.False(t, a.Hold(ctxT(t)), "the old holder finds it taken")
 }
+
+// TestHeldIsValidUntilItsDeadline: Valid holds from a successful Hold until
+// the lease's deadline, whoever holds it after, and never before a Hold.
+func TestHeldIsValidUntilItsDeadline(t *testing.T) {
+	s := openSQLite(t)
+	a := lease.NewHeld(lease.NewStoreLocker(s, lease.Options{Owner: "a"}), "detector", 200*time.Millisecond)
+	b := lease.NewHeld(lease.NewStoreLocker(s, lease.Options{Owner: "b"}), "detector", 200*time.Millisecond)
+	require.False(t, a.Valid(), "nothing held yet")
+	require.True(t, a.Hold(ctxT(t)))
+	require.True(t, a.Valid())
+	require.False(t, b.Hold(ctxT(t)))
+	require.False(t, b.Valid())
+	require.Eventually(t, func() bool { return !a.Valid() }, 10*time.Second, 10*time.Millisecond, "a paused holder's lease lapses")
+	require.True(t, b.Hold(ctxT(t)))
+	require.False(t, a.Valid(), "the lapsed holder stays invalid while another holds the lease")
+	require.False(t, a.Hold(ctxT(t)))
+	require.False(t, a.Valid())
+}

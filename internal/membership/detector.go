@@ -61,12 +61,18 @@ type probe struct {
 // than counted as failures (a coordinator shutting down must not evict
 // nodes) and ctx's error is returned.
 func (r *Registry) Sweep(ctx context.Context) ([]NodeHealth, error) {
-	return r.sweep(ctx, "")
+	return r.sweep(ctx, "", nil)
 }
 
+// errLeaseLapsed is why a probe outcome was not written: the sweep's lease
+// lapsed after the sweep began.
+var errLeaseLapsed = errors.New("the detector lease lapsed during the sweep")
+
 // sweep probes every node, or just the node named by only when that is not
-// empty.
-func (r *Registry) sweep(ctx context.Context, only string) ([]NodeHealth, error) {
+// empty. A sweep that runs under a lease passes held, which must report it
+// still held before each outcome is written: once it has lapsed, another
+// coordinator may hold it and have changed the nodes since these probes.
+func (r *Registry) sweep(ctx context.Context, only string, held func() bool) ([]NodeHealth, error) {
 	r.sweepMu.Lock()
 	defer r.sweepMu.Unlock()
 	start := time.Now()
@@ -91,7 +97,12 @@ func (r *Registry) sweep(ctx context.Context, only string) ([]NodeHealth, error)
 	changes := 0
 	for _, p := range probes {
 		errByID[p.node.ID] = p.err
-		changed, err := r.apply(ctx, p)
+		changed, err := r.apply(ctx, p, held)
+		if errors.Is(err, errLeaseLapsed) {
+			r.log.Warn("the detector lease lapsed during the sweep; its remaining probe outcomes are not written",
+				"probed", len(probes), "since_start", time.Since(start))
+			return nil, nil
+		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("record the probe of node %s: %w", p.node.ID, err))
 		}
@@ -154,7 +165,7 @@ const (
 // the node on or off the ring; a new disk identity is recorded and reported.
 // It reports whether the node's membership changed. An error (the store's,
 // or the epoch bump's) means the probe was not recorded.
-func (r *Registry) apply(ctx context.Context, p probe) (bool, error) {
+func (r *Registry) apply(ctx context.Context, p probe, held func() bool) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var tr transition
@@ -162,6 +173,11 @@ func (r *Registry) apply(ctx context.Context, p probe) (bool, error) {
 	var disk diskChange
 	var previous string
 	n, written, epoch, err := r.update(ctx, p.node.ID, func(n *meta.Node) (edit, error) {
+		// Checked here, just before the write, the latest it can be
+		// without the store checking a fencing token itself.
+		if held != nil && !held() {
+			return keep, errLeaseLapsed
+		}
 		// A node deregistered or moved to another address while the probe
 		// ran: the outcome says nothing about it any more.
 		if n.Status == meta.NodeDeregistered || n.Host != p.node.Host || n.Port != p.node.Port {
@@ -277,7 +293,7 @@ func (r *Registry) Run(ctx context.Context) {
 		case <-t.C:
 			r.round(ctx)
 		case id := <-r.kick:
-			if _, err := r.sweep(ctx, id); err != nil && ctx.Err() == nil {
+			if _, err := r.sweep(ctx, id, nil); err != nil && ctx.Err() == nil {
 				r.log.Warn("probe of a newly registered node failed to complete", "node", id, "error", err)
 			}
 		}
@@ -287,8 +303,12 @@ func (r *Registry) Run(ctx context.Context) {
 // round is one timer tick of Run. The refresh runs even after a failed sweep:
 // it is what picks up changes other coordinators made.
 func (r *Registry) round(ctx context.Context) {
+	var held func() bool
+	if r.sweepLock != nil {
+		held = r.sweepLock.Valid
+	}
 	if r.sweepLock == nil || r.sweepLock.Hold(ctx) {
-		if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
+		if _, err := r.sweep(ctx, "", held); err != nil && ctx.Err() == nil {
 			r.log.Warn("health sweep failed", "error", err)
 		}
 	}

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -220,3 +221,50 @@ func TestRunSweepsOnlyWhileItHoldsTheSweepLock(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A sweep whose lease lapsed while it probed (the process was paused, say)
+// writes none of its outcomes: another coordinator may have taken the lease
+// and changed the nodes meanwhile, and what the stale probes saw would undo
+// that. Here the paused sweep saw the node answer just before it died and
+// the new holder evicted it; with one good probe enough to recover, writing
+// the stale answer would put a dead node back on the ring.
+func TestASweepWhoseLeaseLapsedWritesNothing(t *testing.T) {
+	var lapse atomic.Bool
+	h := newHarness(t, func(o *Options) {
+		o.SuccessThreshold = 1
+		o.SweepLock = lease.LockerFunc(func(_ context.Context, name string, _ time.Duration) (lease.Lease, bool, error) {
+			return &lapsingLease{name: name, lapsed: &lapse}, true, nil
+		})
+	})
+	h.store.put(meta.Node{ID: "node-1", Host: "127.0.0.1", Port: 9001, Status: meta.NodeHealthy, RegisteredAt: epoch})
+	require.NoError(t, h.reg.Load(context.Background()))
+	h.prober.onProbe = func(string) {
+		n := h.node(t, "node-1")
+		n.Status, n.ConsecutiveFailures = meta.NodeUnhealthy, 2
+		h.store.put(n)
+		lapse.Store(true)
+	}
+	h.reg.round(context.Background())
+	n := h.node(t, "node-1")
+	require.Equal(t, meta.NodeUnhealthy, n.Status, "%+v", n)
+	require.Equal(t, 2, n.ConsecutiveFailures, "the new holder's count stands")
+	require.False(t, h.reg.Ring().Has("node-1"))
+	require.Empty(t, h.events.take())
+	require.Len(t, h.logs.matching(slog.LevelWarn, "lease lapsed"), 1)
+}
+
+// lapsingLease is held until lapsed is set, then its deadline is past.
+type lapsingLease struct {
+	name   string
+	lapsed *atomic.Bool
+}
+
+func (l *lapsingLease) Name() string { return l.name }
+func (l *lapsingLease) Deadline() time.Time {
+	if l.lapsed.Load() {
+		return time.Now().Add(-time.Second)
+	}
+	return time.Now().Add(time.Hour)
+}
+func (l *lapsingLease) Renew(context.Context) (bool, error) { return !l.lapsed.Load(), nil }
+func (l *lapsingLease) Release(context.Context) error       { return nil }

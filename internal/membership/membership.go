@@ -167,8 +167,10 @@ type Options struct {
 	// (or renews) before each timed sweep; the sweep runs only while it
 	// does. Coordinators sharing a database pass their Locker here so only
 	// one of them probes the nodes and counts failures; the others still
-	// refresh their ring from the store. Sweeps asked for through Sweep (the
-	// admin endpoint) always run.
+	// refresh their ring from the store. Such a sweep writes no probe
+	// outcome once the lease's deadline has passed (a process paused in the
+	// middle of it), since another may hold the lease by then. Sweeps asked
+	// for through Sweep (the admin endpoint) always run.
 	SweepLock lease.Locker
 }
 
