@@ -56,17 +56,26 @@ func (d *durability) current(ctx context.Context) (meta.Durability, []meta.Node,
 
 // currentZones asks the store what a whole zone's failure would do now,
 // over the nodes that are HEALTHY, each in its placement zone, and keeps
-// the answer for lastZones. When no healthy node has a zone, each is a
-// zone of its own and the answer is Durability's (known, when the caller
-// has it, or counted): the zone count reads every healthy copy, the node
-// count only the files at risk.
-func (d *durability) currentZones(ctx context.Context, known *meta.Durability) (meta.ZoneDurability, error) {
+// the answer for lastZones.
+func (d *durability) currentZones(ctx context.Context) (meta.ZoneDurability, error) {
 	ctx, cancel := context.WithTimeout(ctx, durabilityTimeout)
 	defer cancel()
 	nodes, err := d.store.ListNodes(ctx)
 	if err != nil {
 		return meta.ZoneDurability{}, err
 	}
+	return d.zonesOf(ctx, nodes, nil)
+}
+
+// zonesOf is currentZones over nodes, a listing the caller has. When no
+// healthy node has a zone, each is a zone of its own and the answer is
+// Durability's (known, when the caller has it over the same nodes, or
+// counted): the zone count reads every healthy copy, the node count only
+// the files at risk.
+func (d *durability) zonesOf(ctx context.Context, nodes []meta.Node, known *meta.Durability) (meta.ZoneDurability, error) {
+	ctx, cancel := context.WithTimeout(ctx, durabilityTimeout)
+	defer cancel()
+	var err error
 	healthy := map[string]string{}
 	var ids []string
 	zoned := false
@@ -119,7 +128,7 @@ func (d *durability) lastZones() (z meta.ZoneDurability, ok bool) {
 			bg = context.Background()
 		}
 		go func() {
-			_, err := d.currentZones(bg, nil)
+			_, err := d.currentZones(bg)
 			if err != nil && bg.Err() == nil && d.log != nil {
 				d.log.Warn("zone durability count failed", "err", err)
 			}
@@ -145,7 +154,7 @@ func (d *durability) ZoneSample(ctx context.Context) (meta.ZoneDurability, int, 
 	d.mu.Unlock()
 	if at.IsZero() || time.Since(at) > zoneCountRefresh {
 		var err error
-		if z, err = d.currentZones(ctx, nil); err != nil {
+		if z, err = d.currentZones(ctx); err != nil {
 			return meta.ZoneDurability{}, 0, err
 		}
 	}
@@ -168,7 +177,7 @@ func (d *durability) Durability(ctx context.Context) (api.DurabilityReport, erro
 	if err != nil {
 		return api.DurabilityReport{}, err
 	}
-	zones, err := d.currentZones(ctx, &got)
+	zones, err := d.zonesOf(ctx, nodes, &got)
 	if err != nil {
 		return api.DurabilityReport{}, err
 	}

@@ -84,7 +84,7 @@ func (c *ZoneDurability) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.headroom, prometheus.GaugeValue, float64(r.headroom))
 		ch <- prometheus.MustNewConstMetric(c.collapsed, prometheus.GaugeValue, float64(r.z.Collapsed))
 		for _, z := range r.z.Zones {
-			name := ZoneLabel(z)
+			name := zoneLabel(z)
 			ch <- prometheus.MustNewConstMetric(c.zoneLeft, prometheus.GaugeValue, float64(z.FilesLeftWithOneCopy), name, "1")
 			ch <- prometheus.MustNewConstMetric(c.zoneLeft, prometheus.GaugeValue, float64(z.FilesLeftWithNoCopy), name, "0")
 		}
@@ -92,10 +92,10 @@ func (c *ZoneDurability) Collect(ch chan<- prometheus.Metric) {
 	c.errors.Collect(ch)
 }
 
-// ZoneLabel names a zone in the gauges: its name, or for the zone of a
+// zoneLabel names a zone in the gauges: its name, or for the zone of a
 // node without one, the node's ID in brackets (no zone name is needed to
 // contain brackets, so the two cannot be confused in practice).
-func ZoneLabel(z meta.ZoneRisk) string {
+func zoneLabel(z meta.ZoneRisk) string {
 	if z.Zone == "" && len(z.Nodes) == 1 {
 		return "[" + z.Nodes[0] + "]"
 	}
